@@ -92,12 +92,12 @@ type page struct {
 // Slab allocates chunks for one shard.
 type Slab struct {
 	pages     []page
-	freePages []int32 // descriptors of released small pages (memory kept, DONTNEED'd)
-	freeDescs []int32 // descriptors without memory
-	partial   []int32 // per class: head of the list of pages with free chunks
-	inUse     int64   // bytes of chunks handed out (chunk sizes)
-	requested int64   // bytes asked for
-	mapped    int64   // bytes of pages and large chunks held
+	freePages []int32  // descriptors of released small pages (memory kept, DONTNEED'd)
+	freeDescs []int32  // descriptors without memory
+	partial   []int32  // per class: head of the list of pages with free chunks
+	inUse     int64    // bytes of chunks handed out (chunk sizes)
+	requested int64    // bytes asked for
+	mapped    int64    // bytes of pages and large chunks held
 	arenas    [][]byte // unused tail of the newest arena
 	maps      [][]byte // every mapping, for Release
 }
@@ -327,3 +327,7 @@ func (s *Slab) Release() {
 	}
 	*s = Slab{}
 }
+
+// AdjustRequested corrects the requested-bytes accounting after a chunk was
+// rewritten in place with a different length.
+func (s *Slab) AdjustRequested(delta int) { s.requested += int64(delta) }

@@ -1,0 +1,248 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"net"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	readBufSize  = 16 << 10
+	keepOutBytes = 64 << 10 // output buffers larger than this are dropped after a write
+)
+
+// Client is one connection and its session state. Its fields are touched by
+// its own goroutine only, except those under mu (read by CLIENT LIST/KILL).
+type Client struct {
+	srv *Server
+	nc  net.Conn
+	id  int64
+
+	in   []byte // input buffer; unconsumed bytes are in[r:w]
+	r, w int
+	p    *parser
+	out  []byte
+
+	db     int
+	proto  int
+	authed bool
+	closed atomic.Bool // set by CLIENT KILL or shutdown
+	quit   bool        // close after flushing replies
+
+	mu       sync.Mutex
+	name     string
+	lastCmd  string
+	created  time.Time
+	lastSeen atomic.Int64 // unix ns of the last command
+	addr     string
+	laddr    string
+	isUnix   bool
+
+	lower [32]byte // scratch for lower-casing command names
+}
+
+func (s *Server) newClient(nc net.Conn) *Client {
+	c := &Client{
+		srv:     s,
+		nc:      nc,
+		id:      s.nextClientID.Add(1),
+		in:      make([]byte, readBufSize),
+		p:       newParser(),
+		proto:   2,
+		created: time.Now(),
+		addr:    nc.RemoteAddr().String(),
+		laddr:   nc.LocalAddr().String(),
+	}
+	if _, ok := nc.(*net.UnixConn); ok {
+		c.isUnix = true
+		c.addr = "/unixsocket:0"
+	}
+	c.authed = s.cfg.requirePass() == ""
+	c.p.authed = c.authed
+	c.p.maxBulk = int(s.cfg.protoMaxBulkLen.Load())
+	c.lastSeen.Store(time.Now().UnixNano())
+	return c
+}
+
+// serve runs the connection: read what is available, execute every complete
+// request, write all replies at once.
+func (c *Client) serve() {
+	defer c.srv.dropClient(c)
+	defer c.nc.Close()
+	for {
+		if c.w == len(c.in) {
+			c.makeRoom()
+		}
+		n, rerr := c.nc.Read(c.in[c.w:])
+		c.w += n
+		perr := c.processInput()
+		if len(c.out) > 0 {
+			if _, err := c.nc.Write(c.out); err != nil {
+				return
+			}
+			if cap(c.out) > keepOutBytes {
+				c.out = nil
+			} else {
+				c.out = c.out[:0]
+			}
+		}
+		if perr != nil || c.quit || c.closed.Load() {
+			return
+		}
+		if rerr != nil {
+			if !errors.Is(rerr, io.EOF) && !errors.Is(rerr, net.ErrClosed) {
+				c.srv.log.Debug("read error", "client", c.id, "err", rerr)
+			}
+			return
+		}
+		if c.r == c.w {
+			c.r, c.w = 0, 0
+			if len(c.in) > 4*readBufSize {
+				c.in = make([]byte, readBufSize)
+			}
+		}
+	}
+}
+
+// makeRoom compacts or grows the input buffer when it is full. It grows at
+// most to twice what was received, so a client announcing a huge bulk
+// cannot make the server allocate it before sending it.
+func (c *Client) makeRoom() {
+	if c.r > 0 {
+		n := copy(c.in, c.in[c.r:c.w])
+		c.r, c.w = 0, n
+		if c.w < len(c.in) {
+			return
+		}
+	}
+	size := 2 * len(c.in)
+	if need := c.p.need(); need > len(c.in) && need < size {
+		size = need
+	}
+	buf := make([]byte, size)
+	copy(buf, c.in[:c.w])
+	c.in = buf
+}
+
+// processInput executes every complete request in the input buffer.
+func (c *Client) processInput() error {
+	for c.r < c.w && !c.quit && !c.closed.Load() {
+		args, n, err := c.p.next(c.in[c.r:c.w])
+		switch {
+		case err == errNeedMore:
+			return nil
+		case err == errEmptyMultibulk:
+			c.r += n
+			continue
+		case err != nil:
+			c.err("ERR " + err.Error())
+			c.srv.log.Debug("protocol error", "client", c.id, "addr", c.addr, "err", err)
+			return err
+		}
+		c.r += n
+		c.execute(args)
+	}
+	return nil
+}
+
+// execute runs one command, recovering from a panic inside it so that one
+// bad command never takes the server down.
+func (c *Client) execute(args [][]byte) {
+	name := c.lowerName(args[0])
+	cmd := c.srv.cmds[name]
+	c.lastSeen.Store(time.Now().UnixNano())
+	if cmd == nil {
+		c.unknownCommand(args)
+		return
+	}
+	if (cmd.arity > 0 && len(args) != cmd.arity) || len(args) < -cmd.arity {
+		c.err("ERR wrong number of arguments for '" + cmd.name + "' command")
+		return
+	}
+	if !c.authed && !cmd.noAuth {
+		c.err("NOAUTH Authentication required.")
+		return
+	}
+	c.srv.stats.commands.Add(1)
+	c.mu.Lock()
+	c.lastCmd = cmd.name
+	c.mu.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			c.srv.log.Error("panic in command", "command", cmd.name, "panic", r, "stack", string(debug.Stack()))
+			c.err("ERR internal error while running '" + cmd.name + "'")
+		}
+	}()
+	cmd.fn(c, args)
+}
+
+// lowerName lower-cases a command name without allocating for short names.
+func (c *Client) lowerName(b []byte) string {
+	if len(b) > len(c.lower) {
+		return strings.ToLower(string(b))
+	}
+	for i, ch := range b {
+		if ch >= 'A' && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		c.lower[i] = ch
+	}
+	return unsafeString(c.lower[:len(b)])
+}
+
+func (c *Client) unknownCommand(args [][]byte) {
+	var sb strings.Builder
+	sb.WriteString("ERR unknown command '")
+	sb.WriteString(sanitize(args[0], 128))
+	sb.WriteString("', with args beginning with: ")
+	for _, a := range args[1:] {
+		if sb.Len() > 1024 {
+			break
+		}
+		sb.WriteString("'")
+		sb.WriteString(sanitize(a, 128))
+		sb.WriteString("' ")
+	}
+	c.err(sb.String())
+}
+
+// sanitize truncates and replaces control characters so an error reply
+// stays one line.
+func sanitize(b []byte, max int) string {
+	if len(b) > max {
+		b = b[:max]
+	}
+	s := []byte(string(b))
+	for i, ch := range s {
+		if ch == '\r' || ch == '\n' {
+			s[i] = ' '
+		}
+	}
+	return string(s)
+}
+
+// info describes the client as CLIENT LIST does.
+func (c *Client) info() string {
+	c.mu.Lock()
+	name, last := c.name, c.lastCmd
+	c.mu.Unlock()
+	now := time.Now()
+	age := int64(now.Sub(c.created).Seconds())
+	idle := (now.UnixNano() - c.lastSeen.Load()) / 1e9
+	if last == "" {
+		last = "NULL"
+	}
+	var sb strings.Builder
+	sb.WriteString("id=")
+	sb.WriteString(itoa(c.id))
+	sb.WriteString(" addr=" + c.addr + " laddr=" + c.laddr + " fd=0 name=" + name)
+	sb.WriteString(" age=" + itoa(age) + " idle=" + itoa(idle) + " flags=N db=" + itoa(int64(c.db)))
+	sb.WriteString(" sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=" + itoa(int64(len(c.in))))
+	sb.WriteString(" rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=" + last + " user=default redir=-1 resp=" + itoa(int64(c.proto)))
+	return sb.String()
+}

@@ -1,0 +1,207 @@
+package server
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// ParseMemory parses a memory amount with Redis's units: b, k (1000),
+// kb (1024), m, mb, g, gb; case-insensitive.
+func ParseMemory(s string) (int64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"g", 1e9}, {"m", 1e6}, {"k", 1e3}, {"b", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSuffix(t, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || (mult > 1 && n > (1<<63-1)/mult) {
+		return 0, errors.New("argument must be a memory value")
+	}
+	return n * mult, nil
+}
+
+// configParam is one CONFIG parameter.
+type configParam struct {
+	get func(s *Server) string
+	set func(s *Server, v string) error // nil: read-only at run time
+}
+
+func configParams() map[string]configParam {
+	return map[string]configParam{
+		"maxmemory": {
+			get: func(s *Server) string { return strconv.FormatInt(s.cfg.maxMemory.Load(), 10) },
+			set: func(s *Server, v string) error {
+				n, err := ParseMemory(v)
+				if err != nil {
+					return err
+				}
+				s.cfg.maxMemory.Store(n)
+				return nil
+			},
+		},
+		"requirepass": {
+			get: func(s *Server) string { return s.cfg.requirePass() },
+			set: func(s *Server, v string) error {
+				s.cfg.mu.Lock()
+				s.cfg.pass = v
+				s.cfg.mu.Unlock()
+				return nil
+			},
+		},
+		"dir": {
+			get: func(s *Server) string { s.cfg.mu.RLock(); defer s.cfg.mu.RUnlock(); return s.cfg.dir },
+			set: func(s *Server, v string) error {
+				if err := checkDir(v); err != nil {
+					return err
+				}
+				s.cfg.mu.Lock()
+				s.cfg.dir = v
+				s.cfg.mu.Unlock()
+				return nil
+			},
+		},
+		"dbfilename": {
+			get: func(s *Server) string { s.cfg.mu.RLock(); defer s.cfg.mu.RUnlock(); return s.cfg.dbfilename },
+			set: func(s *Server, v string) error {
+				if v == "" || strings.ContainsRune(v, '/') {
+					return errors.New("dbfilename can't be a path, just a filename")
+				}
+				s.cfg.mu.Lock()
+				s.cfg.dbfilename = v
+				s.cfg.mu.Unlock()
+				return nil
+			},
+		},
+		"save": {
+			get: func(s *Server) string { s.cfg.mu.RLock(); defer s.cfg.mu.RUnlock(); return s.cfg.save },
+			set: func(s *Server, v string) error {
+				if _, err := ParseSaveSchedule(v); err != nil {
+					return err
+				}
+				s.cfg.mu.Lock()
+				s.cfg.save = v
+				s.cfg.mu.Unlock()
+				return nil
+			},
+		},
+		"databases": {get: func(s *Server) string { return strconv.Itoa(s.store.DBNum()) }},
+		"port":      {get: func(s *Server) string { return strconv.Itoa(s.port) }},
+		"protected-mode": {
+			get: func(s *Server) string { return yesNo(s.cfg.protectedMode.Load()) },
+			set: func(s *Server, v string) error {
+				b, err := parseYesNo(v)
+				if err == nil {
+					s.cfg.protectedMode.Store(b)
+				}
+				return err
+			},
+		},
+		"proto-max-bulk-len": {
+			get: func(s *Server) string { return strconv.FormatInt(s.cfg.protoMaxBulkLen.Load(), 10) },
+			set: func(s *Server, v string) error {
+				n, err := ParseMemory(v)
+				if err != nil || n < 1024*1024 {
+					return errors.New("argument must be a memory value")
+				}
+				s.cfg.protoMaxBulkLen.Store(n)
+				return nil
+			},
+		},
+		"appendonly":       {get: func(s *Server) string { return "no" }},
+		"maxmemory-policy": {get: func(s *Server) string { return "noeviction" }},
+		"timeout":          {get: func(s *Server) string { return "0" }},
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func parseYesNo(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "yes":
+		return true, nil
+	case "no":
+		return false, nil
+	}
+	return false, errors.New("argument must be 'yes' or 'no'")
+}
+
+func cmdConfig(c *Client, args [][]byte) {
+	params := c.srv.configParams
+	switch lower(args[1]) {
+	case "get":
+		if len(args) < 3 {
+			c.err("ERR wrong number of arguments for 'config|get' command")
+			return
+		}
+		seen := map[string]bool{}
+		var out []string
+		for _, pat := range args[2:] {
+			for _, name := range sortedKeys(params) {
+				if !seen[name] && globMatch([]byte(strings.ToLower(string(pat))), []byte(name), true) {
+					seen[name] = true
+					out = append(out, name, params[name].get(c.srv))
+				}
+			}
+		}
+		c.mapHeader(len(out) / 2)
+		for _, s := range out {
+			c.bulkString(s)
+		}
+	case "set":
+		if len(args) < 4 || len(args)%2 != 0 {
+			c.err("ERR wrong number of arguments for 'config|set' command")
+			return
+		}
+		for i := 2; i < len(args); i += 2 {
+			name := lower(args[i])
+			p, ok := params[name]
+			if !ok || p.set == nil {
+				c.err("ERR Unknown option or number of arguments for CONFIG SET - '" + sanitize(args[i], 128) + "'")
+				return
+			}
+		}
+		for i := 2; i < len(args); i += 2 {
+			name := lower(args[i])
+			if err := params[name].set(c.srv, string(args[i+1])); err != nil {
+				c.err("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error())
+				return
+			}
+		}
+		c.ok()
+	case "resetstat":
+		c.srv.stats.commands.Store(0)
+		c.srv.stats.connections.Store(0)
+		c.srv.stats.rejected.Store(0)
+		c.srv.stats.keyHits.Store(0)
+		c.srv.stats.keyMisses.Store(0)
+		c.ok()
+	case "rewrite":
+		c.err("ERR The server is running without a config file")
+	case "help":
+		c.array(1)
+		c.simple("CONFIG <subcommand> [<arg> ...]. Subcommands are: GET <pattern>, SET <directive> <value>, RESETSTAT, HELP.")
+	default:
+		c.err("ERR unknown subcommand '" + sanitize(args[1], 128) + "'. Try CONFIG HELP.")
+	}
+}
+
+func sortedKeys(m map[string]configParam) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sortStrings(out)
+	return out
+}

@@ -1,0 +1,305 @@
+package server
+
+import (
+	"crypto/subtle"
+	"strconv"
+	"strings"
+)
+
+func registerConnection(reg registrar) {
+	reg("ping", -1, "fast", 0, 0, 0, "connection", cmdPing)
+	reg("echo", 2, "fast", 0, 0, 0, "connection", func(c *Client, a [][]byte) { c.bulk(a[1]) })
+	reg("quit", -1, "no_auth|fast", 0, 0, 0, "connection", func(c *Client, a [][]byte) { c.ok(); c.quit = true })
+	reg("auth", -2, "no_auth|fast", 0, 0, 0, "connection", cmdAuth)
+	reg("hello", -1, "no_auth|fast", 0, 0, 0, "connection", cmdHello)
+	reg("select", 2, "fast", 0, 0, 0, "connection", cmdSelect)
+	reg("client", -2, "admin", 0, 0, 0, "connection", cmdClient)
+	reg("reset", 1, "no_auth|fast", 0, 0, 0, "connection", cmdReset)
+}
+
+func cmdPing(c *Client, args [][]byte) {
+	switch len(args) {
+	case 1:
+		c.simple("PONG")
+	case 2:
+		c.bulk(args[1])
+	default:
+		c.err("ERR wrong number of arguments for 'ping' command")
+	}
+}
+
+// checkAuth validates a username/password pair against requirepass (only
+// the "default" user exists).
+func (c *Client) checkAuth(user, pass []byte) bool {
+	want := c.srv.cfg.requirePass()
+	if user != nil && string(user) != "default" {
+		return false
+	}
+	if want == "" {
+		return true
+	}
+	return subtle.ConstantTimeCompare(pass, []byte(want)) == 1
+}
+
+func (c *Client) setAuthed() {
+	c.authed = true
+	c.p.authed = true
+}
+
+func cmdAuth(c *Client, args [][]byte) {
+	if len(args) > 3 {
+		c.errSyntax()
+		return
+	}
+	var user, pass []byte
+	if len(args) == 2 {
+		pass = args[1]
+		if c.srv.cfg.requirePass() == "" {
+			c.err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+			return
+		}
+	} else {
+		user, pass = args[1], args[2]
+	}
+	if !c.checkAuth(user, pass) {
+		c.err("WRONGPASS invalid username-password pair or user is disabled.")
+		return
+	}
+	c.setAuthed()
+	c.ok()
+}
+
+func cmdHello(c *Client, args [][]byte) {
+	proto := c.proto
+	i := 1
+	if len(args) > 1 {
+		v, ok := parseInt(args[1])
+		if !ok {
+			c.err("ERR Protocol version is not an integer or out of range")
+			return
+		}
+		if v < 2 || v > 3 {
+			c.err("NOPROTO unsupported protocol version")
+			return
+		}
+		proto = int(v)
+		i = 2
+	}
+	var name []byte
+	hasName := false
+	for ; i < len(args); i++ {
+		switch {
+		case eq(args[i], "auth") && i+2 < len(args):
+			if !c.checkAuth(args[i+1], args[i+2]) {
+				c.err("WRONGPASS invalid username-password pair or user is disabled.")
+				return
+			}
+			c.setAuthed()
+			i += 2
+		case eq(args[i], "setname") && i+1 < len(args):
+			name, hasName = args[i+1], true
+			i++
+		default:
+			c.err("ERR Syntax error in HELLO option '" + sanitize(args[i], 128) + "'")
+			return
+		}
+	}
+	if !c.authed {
+		c.err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return
+	}
+	if hasName {
+		if !validClientName(name) {
+			c.err("ERR Client names cannot contain spaces, newlines or special characters.")
+			return
+		}
+		c.mu.Lock()
+		c.name = string(name)
+		c.mu.Unlock()
+	}
+	c.proto = proto
+	c.mapHeader(7)
+	c.bulkString("server")
+	c.bulkString("redis")
+	c.bulkString("version")
+	c.bulkString(Version)
+	c.bulkString("proto")
+	c.int(int64(proto))
+	c.bulkString("id")
+	c.int(c.id)
+	c.bulkString("mode")
+	c.bulkString("standalone")
+	c.bulkString("role")
+	c.bulkString(c.srv.role())
+	c.bulkString("modules")
+	c.array(0)
+}
+
+func validClientName(b []byte) bool {
+	for _, ch := range b {
+		if ch < '!' || ch > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+func cmdSelect(c *Client, args [][]byte) {
+	n, ok := parseInt(args[1])
+	if !ok {
+		c.errNotInteger()
+		return
+	}
+	if n < 0 || n >= int64(c.srv.store.DBNum()) {
+		c.err("ERR DB index is out of range")
+		return
+	}
+	c.db = int(n)
+	c.ok()
+}
+
+func cmdReset(c *Client, args [][]byte) {
+	c.db = 0
+	c.proto = 2
+	c.mu.Lock()
+	c.name = ""
+	c.mu.Unlock()
+	if c.srv.cfg.requirePass() != "" {
+		c.authed = false
+		c.p.authed = false
+	}
+	c.simple("RESET")
+}
+
+func cmdClient(c *Client, args [][]byte) {
+	sub := lower(args[1])
+	switch sub {
+	case "id":
+		c.int(c.id)
+	case "setname":
+		if len(args) != 3 {
+			c.err("ERR wrong number of arguments for 'client|setname' command")
+			return
+		}
+		if !validClientName(args[2]) {
+			c.err("ERR Client names cannot contain spaces, newlines or special characters.")
+			return
+		}
+		c.mu.Lock()
+		c.name = string(args[2])
+		c.mu.Unlock()
+		c.ok()
+	case "getname":
+		c.mu.Lock()
+		name := c.name
+		c.mu.Unlock()
+		if name == "" {
+			c.null()
+		} else {
+			c.bulkString(name)
+		}
+	case "info":
+		c.verbatim(c.info() + "\n")
+	case "list":
+		var sb strings.Builder
+		for _, o := range c.srv.clientList() {
+			sb.WriteString(o.info())
+			sb.WriteByte('\n')
+		}
+		c.verbatim(sb.String())
+	case "kill":
+		c.clientKill(args[2:])
+	case "setinfo", "no-evict", "no-touch":
+		c.ok()
+	case "help":
+		c.array(1)
+		c.simple("CLIENT <subcommand> [<arg> ...]. Subcommands are: ID, SETNAME, GETNAME, INFO, LIST, KILL, HELP.")
+	default:
+		c.err("ERR unknown subcommand '" + sanitize(args[1], 128) + "'. Try CLIENT HELP.")
+	}
+}
+
+func (c *Client) clientKill(args [][]byte) {
+	if len(args) == 1 {
+		// Old form: CLIENT KILL addr:port.
+		for _, o := range c.srv.clientList() {
+			if o.addr == string(args[0]) && o != c {
+				o.kill()
+				c.ok()
+				return
+			}
+		}
+		c.err("ERR No such client")
+		return
+	}
+	if len(args) == 0 || len(args)%2 != 0 {
+		c.errSyntax()
+		return
+	}
+	var id int64 = -1
+	var addr, laddr string
+	skipMe := true
+	for i := 0; i < len(args); i += 2 {
+		v := string(args[i+1])
+		switch lower(args[i]) {
+		case "id":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n <= 0 {
+				c.err("ERR client-id should be greater than 0")
+				return
+			}
+			id = n
+		case "addr":
+			addr = v
+		case "laddr":
+			laddr = v
+		case "skipme":
+			switch strings.ToLower(v) {
+			case "yes":
+				skipMe = true
+			case "no":
+				skipMe = false
+			default:
+				c.errSyntax()
+				return
+			}
+		case "type", "user", "maxage":
+		default:
+			c.errSyntax()
+			return
+		}
+	}
+	var killed int64
+	for _, o := range c.srv.clientList() {
+		if (id >= 0 && o.id != id) || (addr != "" && o.addr != addr) || (laddr != "" && o.laddr != laddr) {
+			continue
+		}
+		if o == c {
+			if skipMe {
+				continue
+			}
+			c.closed.Store(true) // closed after this reply is written
+			killed++
+			continue
+		}
+		o.kill()
+		killed++
+	}
+	c.int(killed)
+}
+
+// kill closes the client's connection; its goroutine notices and exits.
+func (c *Client) kill() {
+	c.closed.Store(true)
+	_ = c.nc.Close()
+}
+
+func (s *Server) clientList() []*Client {
+	s.clientsMu.Lock()
+	defer s.clientsMu.Unlock()
+	out := make([]*Client, 0, len(s.clients))
+	for _, c := range s.clients {
+		out = append(out, c)
+	}
+	return out
+}

@@ -1,0 +1,45 @@
+package server
+
+import (
+	"strings"
+)
+
+// command is one entry of the command table.
+type command struct {
+	name     string
+	arity    int // Redis convention: n exact, -n at least n
+	flags    []string
+	firstKey int
+	lastKey  int
+	step     int
+	noAuth   bool // allowed before AUTH
+	write    bool
+	fn       func(c *Client, args [][]byte)
+	group    string
+	summary  string
+}
+
+// spec: "name arity flags first last step group"; flags are '|'-separated.
+func commandTable() map[string]*command {
+	t := map[string]*command{}
+	reg := func(name string, arity int, flags string, first, last, step int, group string, fn func(*Client, [][]byte)) {
+		fl := strings.Split(flags, "|")
+		cmd := &command{name: name, arity: arity, flags: fl, firstKey: first, lastKey: last, step: step, fn: fn, group: group}
+		for _, f := range fl {
+			switch f {
+			case "write":
+				cmd.write = true
+			case "no_auth":
+				cmd.noAuth = true
+			}
+		}
+		t[name] = cmd
+	}
+	registerConnection(reg)
+	registerServer(reg)
+	registerStrings(reg)
+	registerKeys(reg)
+	return t
+}
+
+type registrar = func(name string, arity int, flags string, first, last, step int, group string, fn func(*Client, [][]byte))

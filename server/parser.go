@@ -1,0 +1,313 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+)
+
+// Limits from Redis 7.
+const (
+	maxInline           = 64 << 10 // bytes of an inline request or a count line
+	maxMultibulk        = 1<<31 - 1
+	unauthMaxMultibulk  = 10
+	unauthMaxBulk       = 16 << 10
+	defaultMaxBulkBytes = 512 << 20 // proto-max-bulk-len
+)
+
+// protocolError is answered with "-ERR Protocol error: ..." and closes the
+// connection, as Redis does.
+type protocolError string
+
+func (e protocolError) Error() string { return "Protocol error: " + string(e) }
+
+var (
+	errTooBigMbulk    = protocolError("too big mbulk count string")
+	errMbulkLen       = protocolError("invalid multibulk length")
+	errTooBigBulk     = protocolError("too big bulk count string")
+	errBulkLen        = protocolError("invalid bulk length")
+	errTooBigInline   = protocolError("too big inline request")
+	errUnbalanced     = protocolError("unbalanced quotes in request")
+	errNeedMore       = errors.New("need more data")
+	errEmptyMultibulk = errors.New("empty multibulk")
+)
+
+// parser reads one request at a time from a connection's input buffer. It
+// is resumable: a partly received command is not rescanned from its start
+// when more bytes arrive, so a request with a million arguments costs linear
+// time. Arguments are recorded as offsets, so the caller may move the
+// unconsumed bytes (compact or grow its buffer) between calls.
+type parser struct {
+	started   bool
+	remaining int   // arguments still to read
+	bulk      int   // length of the bulk being read, -1 before its header
+	pos       int   // next byte to look at, relative to the command start
+	marks     []int // start,end offsets of arguments read so far
+	args      [][]byte
+	inline    [][]byte // owned copies for inline requests
+
+	authed  bool // relaxes the unauthenticated limits
+	maxBulk int
+}
+
+func newParser() *parser {
+	return &parser{bulk: -1, maxBulk: defaultMaxBulkBytes}
+}
+
+// need is the number of bytes (counted from the command start) that must be
+// buffered before the next call can make progress; 0 when unknown.
+func (p *parser) need() int {
+	if p.started && p.bulk >= 0 {
+		return p.pos + p.bulk + 2
+	}
+	return 0
+}
+
+// next parses one command from buf (the unconsumed input). It returns the
+// arguments (views into buf, or owned copies for inline requests) and the
+// number of bytes consumed. errNeedMore means buf holds no complete command
+// yet; a protocolError is fatal to the connection.
+func (p *parser) next(buf []byte) ([][]byte, int, error) {
+	if !p.started {
+		if len(buf) == 0 {
+			return nil, 0, errNeedMore
+		}
+		if buf[0] != '*' {
+			return p.nextInline(buf)
+		}
+		nl := bytes.IndexByte(buf, '\n')
+		if nl < 0 {
+			if len(buf) > maxInline {
+				return nil, 0, errTooBigMbulk
+			}
+			return nil, 0, errNeedMore
+		}
+		line := buf[1:nl]
+		if len(line) > 0 && line[len(line)-1] == '\r' {
+			line = line[:len(line)-1]
+		}
+		n, ok := parseInt(line)
+		if !ok || n > maxMultibulk || (!p.authed && n > unauthMaxMultibulk) {
+			return nil, 0, errMbulkLen
+		}
+		if n <= 0 {
+			return nil, nl + 1, errEmptyMultibulk
+		}
+		p.started = true
+		p.remaining = int(n)
+		p.bulk = -1
+		p.pos = nl + 1
+		p.marks = p.marks[:0]
+	}
+	for p.remaining > 0 {
+		if p.bulk < 0 {
+			rest := buf[p.pos:]
+			nl := bytes.IndexByte(rest, '\n')
+			if nl < 0 {
+				if len(rest) > maxInline {
+					return nil, 0, errTooBigBulk
+				}
+				return nil, 0, errNeedMore
+			}
+			if rest[0] != '$' {
+				return nil, 0, protocolError("expected '$', got '" + string(rest[0]) + "'")
+			}
+			line := rest[1:nl]
+			if len(line) > 0 && line[len(line)-1] == '\r' {
+				line = line[:len(line)-1]
+			}
+			n, ok := parseInt(line)
+			if !ok || n < 0 || n > int64(p.maxBulk) || (!p.authed && n > unauthMaxBulk) {
+				return nil, 0, errBulkLen
+			}
+			p.bulk = int(n)
+			p.pos += nl + 1
+		}
+		if len(buf)-p.pos < p.bulk+2 {
+			return nil, 0, errNeedMore
+		}
+		p.marks = append(p.marks, p.pos, p.pos+p.bulk)
+		p.pos += p.bulk + 2 // like Redis, the two bytes after a bulk are skipped unchecked
+		p.bulk = -1
+		p.remaining--
+	}
+	p.args = p.args[:0]
+	for i := 0; i < len(p.marks); i += 2 {
+		p.args = append(p.args, buf[p.marks[i]:p.marks[i+1]:p.marks[i+1]])
+	}
+	n := p.pos
+	p.started = false
+	p.pos = 0
+	return p.args, n, nil
+}
+
+// nextInline parses a telnet-style request line, with Redis's quoting rules.
+func (p *parser) nextInline(buf []byte) ([][]byte, int, error) {
+	nl := bytes.IndexByte(buf, '\n')
+	if nl < 0 {
+		if len(buf) > maxInline {
+			return nil, 0, errTooBigInline
+		}
+		return nil, 0, errNeedMore
+	}
+	line := buf[:nl]
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	args, ok := splitArgs(line, p.inline[:0])
+	if !ok {
+		return nil, 0, errUnbalanced
+	}
+	p.inline = args
+	if len(args) == 0 {
+		return nil, nl + 1, errEmptyMultibulk
+	}
+	return args, nl + 1, nil
+}
+
+// splitArgs splits an inline request like Redis's sdssplitargs: spaces
+// separate arguments; "double quotes" allow \n \r \t \b \a \\ \" and \xHH
+// escapes; 'single quotes' allow \'; a closing quote must be followed by a
+// space or the end.
+func splitArgs(line []byte, out [][]byte) ([][]byte, bool) {
+	i := 0
+	for {
+		for i < len(line) && isSpace(line[i]) {
+			i++
+		}
+		if i >= len(line) {
+			return out, true
+		}
+		var cur []byte
+		inDq, inSq := false, false
+		done := false
+		for !done {
+			if inDq {
+				if i >= len(line) {
+					return nil, false
+				}
+				c := line[i]
+				if c == '\\' && i+3 < len(line) && line[i+1] == 'x' && isHex(line[i+2]) && isHex(line[i+3]) {
+					v, _ := strconv.ParseUint(string(line[i+2:i+4]), 16, 8)
+					cur = append(cur, byte(v))
+					i += 3
+				} else if c == '\\' && i+1 < len(line) {
+					i++
+					switch line[i] {
+					case 'n':
+						cur = append(cur, '\n')
+					case 'r':
+						cur = append(cur, '\r')
+					case 't':
+						cur = append(cur, '\t')
+					case 'b':
+						cur = append(cur, '\b')
+					case 'a':
+						cur = append(cur, '\a')
+					default:
+						cur = append(cur, line[i])
+					}
+				} else if c == '"' {
+					if i+1 < len(line) && !isSpace(line[i+1]) {
+						return nil, false
+					}
+					done = true
+				} else {
+					cur = append(cur, c)
+				}
+			} else if inSq {
+				if i >= len(line) {
+					return nil, false
+				}
+				c := line[i]
+				if c == '\\' && i+1 < len(line) && line[i+1] == '\'' {
+					i++
+					cur = append(cur, '\'')
+				} else if c == '\'' {
+					if i+1 < len(line) && !isSpace(line[i+1]) {
+						return nil, false
+					}
+					done = true
+				} else {
+					cur = append(cur, c)
+				}
+			} else {
+				if i >= len(line) {
+					break
+				}
+				switch c := line[i]; c {
+				case ' ', '\n', '\r', '\t', 0:
+					done = true
+				case '"':
+					inDq = true
+				case '\'':
+					inSq = true
+				default:
+					cur = append(cur, c)
+				}
+			}
+			if i < len(line) {
+				i++
+			}
+		}
+		if cur == nil {
+			cur = []byte{}
+		}
+		out = append(out, cur)
+	}
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f'
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+// parseInt parses a decimal int64 the way Redis's string2ll does: optional
+// '-', no '+', no leading zeros, no spaces.
+func parseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	if len(b) == 1 && b[0] == '0' {
+		return 0, true
+	}
+	neg := false
+	i := 0
+	if b[0] == '-' {
+		neg = true
+		i = 1
+		if len(b) == 1 {
+			return 0, false
+		}
+	}
+	if b[i] < '1' || b[i] > '9' {
+		return 0, false
+	}
+	var v uint64
+	for ; i < len(b); i++ {
+		c := b[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if v > (1<<64-1)/10 {
+			return 0, false
+		}
+		v = v*10 + uint64(c-'0')
+		if v < uint64(c-'0') {
+			return 0, false
+		}
+	}
+	if neg {
+		if v > 1<<63 {
+			return 0, false
+		}
+		return -int64(v), true
+	}
+	if v > 1<<63-1 {
+		return 0, false
+	}
+	return int64(v), true
+}

@@ -1,0 +1,281 @@
+// Package server is Damselfly's Redis protocol front end: listeners,
+// connections, authentication, the command table, dispatch and replies.
+//
+// Each connection runs in its own goroutine that reads whatever the client
+// sent, executes every complete request in order, and writes all replies with
+// one write. Commands reach data only through package shard: a single-key
+// command locks the key's shard; a multi-key command locks its shards in
+// ascending order.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/damselflydb/damselfly/shard"
+)
+
+// Version is the server version reported by INFO and --version.
+const Version = "7.0.15"
+
+// Config is the server's start-up configuration.
+type Config struct {
+	Port          int
+	Bind          string
+	RequirePass   string
+	MaxMemory     int64
+	Dir           string
+	DBFilename    string
+	Shards        int
+	DBNum         int
+	UnixSocket    string
+	ProtectedMode bool
+	Save          string
+	Logger        *slog.Logger
+}
+
+// liveConfig holds the settings CONFIG SET may change while serving.
+type liveConfig struct {
+	mu              sync.RWMutex
+	pass            string
+	dir             string
+	dbfilename      string
+	save            string
+	maxMemory       atomic.Int64
+	protoMaxBulkLen atomic.Int64
+	protectedMode   atomic.Bool
+	params          map[string]string // other CONFIG parameters, kept as given
+}
+
+func (l *liveConfig) requirePass() string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.pass
+}
+
+type stats struct {
+	commands    atomic.Int64
+	connections atomic.Int64
+	rejected    atomic.Int64
+	keyHits     atomic.Int64
+	keyMisses   atomic.Int64
+}
+
+// Server is a running Damselfly instance.
+type Server struct {
+	cfg   liveConfig
+	store *shard.Store
+	cmds  map[string]*command
+
+	configParams map[string]configParam
+	log   *slog.Logger
+	port  int
+
+	nextClientID atomic.Int64
+	clientsMu    sync.Mutex
+	clients      map[int64]*Client
+	listeners    []net.Listener
+	stats        stats
+	started      time.Time
+	runID        string
+
+	shutdownOnce sync.Once
+	done         chan struct{}
+	wg           sync.WaitGroup
+}
+
+// New prepares a server; Start opens its listeners.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.DBNum <= 0 {
+		cfg.DBNum = 16
+	}
+	s := &Server{
+		store:   shard.NewStore(cfg.Shards, cfg.DBNum),
+		log:     cfg.Logger,
+		clients: map[int64]*Client{},
+		started: time.Now(),
+		done:    make(chan struct{}),
+		runID:   randomHex(40),
+		port:    cfg.Port,
+	}
+	s.cfg.pass = cfg.RequirePass
+	s.cfg.dir = cfg.Dir
+	s.cfg.dbfilename = cfg.DBFilename
+	s.cfg.save = cfg.Save
+	s.cfg.maxMemory.Store(cfg.MaxMemory)
+	s.cfg.protoMaxBulkLen.Store(defaultMaxBulkBytes)
+	s.cfg.protectedMode.Store(cfg.ProtectedMode)
+	s.cfg.params = map[string]string{}
+	s.cmds = commandTable()
+	s.configParams = configParams()
+	return s
+}
+
+// Store exposes the keyspace (for tests and the other front ends).
+func (s *Server) Store() *shard.Store { return s.store }
+
+// Start listens on the configured TCP address (and Unix socket) and serves
+// in the background. Port 0 picks a free port; Addr reports it.
+func (s *Server) Start(cfg Config) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return err
+	}
+	s.port = ln.Addr().(*net.TCPAddr).Port
+	s.listeners = append(s.listeners, ln)
+	if cfg.UnixSocket != "" {
+		_ = os.Remove(cfg.UnixSocket)
+		uln, err := net.Listen("unix", cfg.UnixSocket)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		s.listeners = append(s.listeners, uln)
+	}
+	for _, l := range s.listeners {
+		s.wg.Add(1)
+		go s.acceptLoop(l)
+	}
+	s.wg.Add(1)
+	go s.cron()
+	return nil
+}
+
+// Addr is the TCP address the server listens on.
+func (s *Server) Addr() string { return s.listeners[0].Addr().String() }
+
+// Port is the TCP port the server listens on.
+func (s *Server) Port() int { return s.port }
+
+// Done is closed when the server has been asked to stop (SHUTDOWN).
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+func (s *Server) acceptLoop(l net.Listener) {
+	defer s.wg.Done()
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.log.Warn("accept", "err", err)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+			if s.deniedByProtectedMode(tc) {
+				s.stats.rejected.Add(1)
+				_, _ = nc.Write([]byte(deniedReply))
+				nc.Close()
+				continue
+			}
+		}
+		s.stats.connections.Add(1)
+		c := s.newClient(nc)
+		s.clientsMu.Lock()
+		s.clients[c.id] = c
+		s.clientsMu.Unlock()
+		go c.serve()
+	}
+}
+
+// deniedByProtectedMode applies Redis's protected mode: with no password
+// set, only loopback clients may connect.
+func (s *Server) deniedByProtectedMode(tc *net.TCPConn) bool {
+	if !s.cfg.protectedMode.Load() || s.cfg.requirePass() != "" {
+		return false
+	}
+	addr, ok := tc.RemoteAddr().(*net.TCPAddr)
+	return ok && !addr.IP.IsLoopback()
+}
+
+const deniedReply = "-DENIED Damselfly is running in protected mode because protected mode is enabled and no password is set for the default user. " +
+	"In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Damselfly you " +
+	"may adopt one of the following solutions: 1) Set up an authentication password with --requirepass (or CONFIG SET requirepass from the loopback interface). " +
+	"2) Disable protected mode with --protected-mode=false, making sure the server is not publicly reachable. " +
+	"3) Bind only to the loopback interface with --bind 127.0.0.1.\r\n"
+
+func (s *Server) dropClient(c *Client) {
+	s.clientsMu.Lock()
+	delete(s.clients, c.id)
+	s.clientsMu.Unlock()
+}
+
+// cron runs the periodic work: active expiry on every shard.
+func (s *Server) cron() {
+	defer s.wg.Done()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	var rnd uint64 = uint64(time.Now().UnixNano())
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+		deadline := time.Now().Add(5 * time.Millisecond)
+		for _, sh := range s.store.Shards() {
+			for time.Now().Before(deadline) {
+				rnd = rnd*6364136223846793005 + 1442695040888963407
+				sh.Lock()
+				deleted, sampled := sh.ExpireCycle(time.Now().UnixMilli(), rnd, 20)
+				sh.Unlock()
+				// Like Redis: keep going while more than a quarter of the
+				// sample was expired.
+				if sampled == 0 || deleted*4 < sampled {
+					break
+				}
+			}
+		}
+	}
+}
+
+// Close stops listening, disconnects every client and waits for the
+// background goroutines.
+func (s *Server) Close() error {
+	s.shutdownOnce.Do(func() { close(s.done) })
+	for _, l := range s.listeners {
+		l.Close()
+	}
+	s.clientsMu.Lock()
+	for _, c := range s.clients {
+		c.closed.Store(true)
+		c.nc.Close()
+	}
+	s.clientsMu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+// Shutdown asks the server to stop (SHUTDOWN, signals); main calls Close.
+func (s *Server) requestShutdown() {
+	s.shutdownOnce.Do(func() { close(s.done) })
+}
+
+// Run serves until ctx is done or SHUTDOWN is received.
+func (s *Server) Run(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+	case <-s.done:
+	}
+	return s.Close()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n/2)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%x", b)
+}

@@ -1,0 +1,299 @@
+package shard
+
+import (
+	"encoding/binary"
+
+	"github.com/damselflydb/damselfly/dash"
+	"github.com/damselflydb/damselfly/shard/slab"
+)
+
+// DB is one numbered database's part of one shard: a slab of entries, the
+// Dashtable that indexes them, a second Dashtable over the entries that carry
+// an expiry (so the active expiry cycle samples only those), and the table of
+// collection objects. A DB is used under its shard's lock.
+type DB struct {
+	slab     *slab.Slab
+	main     *dash.Table
+	expires  *dash.Table
+	objs     []any
+	freeObjs []uint32
+	valBytes int64 // sum of key+value bytes, for MEMORY and INFO
+}
+
+func newDB() *DB {
+	d := &DB{slab: slab.New()}
+	d.main = dash.New(d, Hash)
+	d.expires = dash.New(d, Hash)
+	return d
+}
+
+// Key implements dash.Keys: the key stored in the entry named by ref.
+func (d *DB) Key(ref dash.Ref) []byte { return keyOf(d.slab.Bytes(ref)) }
+
+// Len is the number of keys (expired ones not yet reclaimed included).
+func (d *DB) Len() int { return d.main.Len() }
+
+// ExpiresLen is the number of keys with an expiry.
+func (d *DB) ExpiresLen() int { return d.expires.Len() }
+
+// Entry is a key found in a DB. Its byte slices view the shard's memory:
+// they are valid only under the shard lock and until the next change to
+// the DB.
+type Entry struct {
+	db  *DB
+	pos dash.Pos
+	ref dash.Ref
+	h   uint64
+	hdr header
+}
+
+func (e *Entry) Type() Type      { return Type(e.hdr.flags & typeMask) }
+func (e *Entry) Key() []byte     { return e.hdr.key }
+func (e *Entry) ExpireAt() int64 { return e.hdr.expireAt }
+func (e *Entry) Hash() uint64    { return e.h }
+func (e *Entry) MCFlags() uint32 { return e.hdr.mcFlags }
+func (e *Entry) MCCAS() uint64   { return e.hdr.mcCAS }
+func (e *Entry) HasMeta() bool   { return e.hdr.flags&flagMeta != 0 }
+func (e *Entry) Expired(now int64) bool {
+	return e.hdr.expireAt != 0 && e.hdr.expireAt <= now
+}
+
+// Str is a string entry's value.
+func (e *Entry) Str() []byte { return e.hdr.val }
+
+// Obj is a collection entry's object.
+func (e *Entry) Obj() any {
+	return e.db.objs[binary.LittleEndian.Uint32(e.hdr.val)]
+}
+
+// Find looks key up without regard to expiry.
+func (d *DB) Find(h uint64, key []byte) (Entry, bool) {
+	pos, ok := d.main.Find(h, key)
+	if !ok {
+		return Entry{}, false
+	}
+	ref := d.main.Ref(pos)
+	return Entry{db: d, pos: pos, ref: ref, h: h, hdr: decodeHeader(d.slab.Bytes(ref))}, true
+}
+
+// Value is what Put stores: a string or a collection object.
+type Value struct {
+	Type     Type
+	Str      []byte
+	Obj      any
+	ExpireAt int64 // unix ms; 0 = none
+	MCFlags  uint32
+	MCCAS    uint64
+	Meta     bool // store MCFlags/MCCAS (memcached items)
+}
+
+// Put stores v under key, replacing any previous value, and returns the new
+// entry. An existing chunk is overwritten in place when the new entry needs
+// the same size class.
+func (d *DB) Put(h uint64, key []byte, v Value) Entry {
+	flags := byte(v.Type)
+	vlen := len(v.Str)
+	if v.Type != TypeString {
+		vlen = 4
+	}
+	if v.ExpireAt != 0 {
+		flags |= flagExpire
+	}
+	if v.Meta {
+		flags |= flagMeta
+	}
+	size := encodedSize(flags, len(key), vlen)
+	pos, found := d.main.Find(h, key)
+	if !found {
+		ref, mem := d.slab.Alloc(size)
+		val := encode(mem, flags, key, vlen, v.ExpireAt, v.MCFlags, v.MCCAS)
+		d.fillValue(val, v, -1)
+		pos = d.main.Insert(h, ref)
+		if v.ExpireAt != 0 {
+			d.expires.Insert(h, ref)
+		}
+		d.valBytes += int64(len(key) + vlen)
+		return Entry{db: d, pos: pos, ref: ref, h: h, hdr: decodeHeader(mem)}
+	}
+	oldRef := d.main.Ref(pos)
+	oldMem := d.slab.Bytes(oldRef)
+	old := decodeHeader(oldMem)
+	oldObj := int64(-1)
+	if Type(old.flags&typeMask) != TypeString {
+		oldObj = int64(binary.LittleEndian.Uint32(old.val))
+	}
+	d.valBytes += int64(vlen - len(old.val))
+	oldSize := encodedSize(old.flags, len(old.key), len(old.val))
+	if len(oldMem) == slab.ClassSize(size) {
+		// Same size class: overwrite in place. Replace with the same ref
+		// tells the index (and a running snapshot) that the bucket changes.
+		d.main.Replace(pos, oldRef)
+		if old.flags&flagExpire != 0 && flags&flagExpire == 0 {
+			d.removeExpire(h, key)
+		}
+		if old.flags&flagExpire == 0 && flags&flagExpire != 0 {
+			d.expires.Insert(h, oldRef)
+		} else if flags&flagExpire != 0 {
+			d.touchExpire(h, key)
+		}
+		val := encode(oldMem, flags, key, vlen, v.ExpireAt, v.MCFlags, v.MCCAS)
+		d.fillValue(val, v, oldObj)
+		d.slab.AdjustRequested(size - oldSize)
+		return Entry{db: d, pos: pos, ref: oldRef, h: h, hdr: decodeHeader(oldMem)}
+	}
+	ref, mem := d.slab.Alloc(size)
+	val := encode(mem, flags, key, vlen, v.ExpireAt, v.MCFlags, v.MCCAS)
+	d.fillValue(val, v, oldObj)
+	d.main.Replace(pos, ref)
+	if old.flags&flagExpire != 0 {
+		epos, ok := d.expires.Find(h, key)
+		if ok {
+			if flags&flagExpire != 0 {
+				d.expires.Replace(epos, ref)
+			} else {
+				d.expires.Remove(epos)
+			}
+		}
+	} else if flags&flagExpire != 0 {
+		d.expires.Insert(h, ref)
+	}
+	d.slab.Free(oldRef, oldSize)
+	return Entry{db: d, pos: pos, ref: ref, h: h, hdr: decodeHeader(mem)}
+}
+
+// fillValue writes v's payload; oldObj is the object slot of the value being
+// replaced (-1 for none), reused for a new object or released.
+func (d *DB) fillValue(dst []byte, v Value, oldObj int64) {
+	if v.Type == TypeString {
+		copy(dst, v.Str)
+		if oldObj >= 0 {
+			d.freeObj(uint32(oldObj))
+		}
+		return
+	}
+	var idx uint32
+	if oldObj >= 0 {
+		idx = uint32(oldObj)
+		d.objs[idx] = v.Obj
+	} else {
+		idx = d.newObj(v.Obj)
+	}
+	binary.LittleEndian.PutUint32(dst, idx)
+}
+
+func (d *DB) newObj(o any) uint32 {
+	if n := len(d.freeObjs); n > 0 {
+		idx := d.freeObjs[n-1]
+		d.freeObjs = d.freeObjs[:n-1]
+		d.objs[idx] = o
+		return idx
+	}
+	d.objs = append(d.objs, o)
+	return uint32(len(d.objs) - 1)
+}
+
+func (d *DB) freeObj(idx uint32) {
+	d.objs[idx] = nil
+	d.freeObjs = append(d.freeObjs, idx)
+}
+
+func (d *DB) removeExpire(h uint64, key []byte) {
+	if epos, ok := d.expires.Find(h, key); ok {
+		d.expires.Remove(epos)
+	}
+}
+
+// touchExpire tells the expires index (and a running snapshot of it) that
+// the entry changes in place.
+func (d *DB) touchExpire(h uint64, key []byte) {
+	if epos, ok := d.expires.Find(h, key); ok {
+		d.expires.Replace(epos, d.expires.Ref(epos))
+	}
+}
+
+// Delete removes the entry e.
+func (d *DB) Delete(e *Entry) {
+	if e.hdr.flags&flagExpire != 0 {
+		d.removeExpire(e.h, e.hdr.key)
+	}
+	if Type(e.hdr.flags&typeMask) != TypeString {
+		d.freeObj(binary.LittleEndian.Uint32(e.hdr.val))
+	}
+	d.main.Remove(e.pos)
+	d.valBytes -= int64(len(e.hdr.key) + len(e.hdr.val))
+	d.slab.Free(e.ref, encodedSize(e.hdr.flags, len(e.hdr.key), len(e.hdr.val)))
+	*e = Entry{}
+}
+
+// Forget removes the entry e but keeps its collection object alive, for
+// RENAME and MOVE, which hand the object to another key.
+func (d *DB) Forget(e *Entry) {
+	if Type(e.hdr.flags&typeMask) != TypeString {
+		idx := binary.LittleEndian.Uint32(e.hdr.val)
+		d.objs[idx] = nil
+		d.freeObjs = append(d.freeObjs, idx)
+		e.hdr.flags = e.hdr.flags&^typeMask | byte(TypeString) // so Delete frees no object
+	}
+	d.Delete(e)
+}
+
+// Modify must be called before a collection object (or any value) is changed
+// in place, so that a running snapshot captures the old value first.
+func (d *DB) Modify(e *Entry) {
+	d.main.Replace(e.pos, e.ref)
+}
+
+// SetExpireAt changes e's expiry (0 removes it) and returns the updated entry.
+func (d *DB) SetExpireAt(e *Entry, at int64) Entry {
+	v := Value{Type: e.Type(), ExpireAt: at, MCFlags: e.hdr.mcFlags, MCCAS: e.hdr.mcCAS, Meta: e.HasMeta()}
+	key := append([]byte(nil), e.hdr.key...)
+	if v.Type == TypeString {
+		v.Str = append([]byte(nil), e.hdr.val...)
+	} else {
+		v.Obj = e.Obj()
+	}
+	return d.Put(e.h, key, v)
+}
+
+// Scan visits a group of entries from cursor and returns the next cursor.
+// The entries are for reading only: fn must not change the DB.
+func (d *DB) Scan(cursor uint64, fn func(e *Entry)) uint64 {
+	return d.main.Scan(cursor, func(ref dash.Ref) {
+		e := Entry{db: d, ref: ref, hdr: decodeHeader(d.slab.Bytes(ref))}
+		fn(&e)
+	})
+}
+
+// SampleExpires visits entries with an expiry from a random point until fn
+// returns false. fn must not change the DB.
+func (d *DB) SampleExpires(rnd uint64, fn func(e *Entry) bool) {
+	d.expires.Sample(rnd, func(ref dash.Ref) bool {
+		e := Entry{db: d, ref: ref, hdr: decodeHeader(d.slab.Bytes(ref))}
+		return fn(&e)
+	})
+}
+
+// Sample visits entries from a random point until fn returns false. fn must
+// not change the DB.
+func (d *DB) Sample(rnd uint64, fn func(e *Entry) bool) {
+	d.main.Sample(rnd, func(ref dash.Ref) bool {
+		e := Entry{db: d, ref: ref, hdr: decodeHeader(d.slab.Bytes(ref))}
+		return fn(&e)
+	})
+}
+
+// release frees all memory of the DB; it must not be used afterwards.
+func (d *DB) release() {
+	d.slab.Release()
+}
+
+// MemoryUsed estimates the bytes the DB holds (slab pages plus index).
+func (d *DB) MemoryUsed() int64 {
+	st := d.slab.Stats()
+	return st.InUse + int64(d.main.Len()+d.expires.Len())*8
+}
+
+// EntrySize is the number of slab bytes an entry occupies (MEMORY USAGE).
+func (d *DB) EntrySize(e *Entry) int {
+	return d.slab.Size(e.ref)
+}

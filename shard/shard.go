@@ -1,0 +1,123 @@
+package shard
+
+import (
+	"sync"
+)
+
+// Shard owns a slice of the keyspace (every key whose hash routes to it) in
+// all databases. Everything in it is guarded by its lock; callers hold it
+// (Lock/Unlock) around every use, and lock several shards only in ascending
+// ID order (Store.LockMany does this).
+type Shard struct {
+	mu  sync.Mutex
+	id  int
+	dbs []*DB
+
+	// OnExpire, when set, is told of every key the shard deletes because it
+	// expired (replication turns it into DEL). Called under the shard lock.
+	OnExpire func(db int, key []byte)
+
+	expiredKeys int64 // stats: keys removed by expiry
+}
+
+func newShard(id, dbnum int) *Shard {
+	return &Shard{id: id, dbs: make([]*DB, dbnum)}
+}
+
+// ID is the shard's index in its store.
+func (sh *Shard) ID() int { return sh.id }
+
+func (sh *Shard) Lock()   { sh.mu.Lock() }
+func (sh *Shard) Unlock() { sh.mu.Unlock() }
+
+// DB returns database i of this shard, creating it on first use.
+func (sh *Shard) DB(i int) *DB {
+	d := sh.dbs[i]
+	if d == nil {
+		d = newDB()
+		sh.dbs[i] = d
+	}
+	return d
+}
+
+// PeekDB returns database i or nil when it was never used.
+func (sh *Shard) PeekDB(i int) *DB { return sh.dbs[i] }
+
+// Lookup finds key in database db, deleting it instead if it has expired
+// at now (unix ms).
+func (sh *Shard) Lookup(db int, h uint64, key []byte, now int64) (Entry, bool) {
+	d := sh.dbs[db]
+	if d == nil {
+		return Entry{}, false
+	}
+	e, ok := d.Find(h, key)
+	if !ok {
+		return Entry{}, false
+	}
+	if e.Expired(now) {
+		sh.expire(db, d, &e)
+		return Entry{}, false
+	}
+	return e, true
+}
+
+// expire deletes an expired entry and reports it.
+func (sh *Shard) expire(db int, d *DB, e *Entry) {
+	sh.expiredKeys++
+	if sh.OnExpire != nil {
+		sh.OnExpire(db, e.hdr.key)
+	}
+	d.Delete(e)
+}
+
+// ExpiredKeys is the number of keys this shard removed because they expired.
+func (sh *Shard) ExpiredKeys() int64 { return sh.expiredKeys }
+
+// FlushDB drops every key of database db; release runs in the background
+// when async.
+func (sh *Shard) FlushDB(db int, async bool) {
+	d := sh.dbs[db]
+	if d == nil {
+		return
+	}
+	sh.dbs[db] = nil
+	if async {
+		go d.release()
+	} else {
+		d.release()
+	}
+}
+
+// SwapDB exchanges databases a and b.
+func (sh *Shard) SwapDB(a, b int) { sh.dbs[a], sh.dbs[b] = sh.dbs[b], sh.dbs[a] }
+
+// ExpireCycle deletes expired keys from samples of keys with an expiry, at
+// most limit keys per database, and reports how many it deleted and how many
+// it looked at.
+func (sh *Shard) ExpireCycle(now int64, rnd uint64, limit int) (deleted, sampled int) {
+	for i, d := range sh.dbs {
+		if d == nil || d.ExpiresLen() == 0 {
+			continue
+		}
+		var dead [][]byte
+		var hashes []uint64
+		n := 0
+		d.SampleExpires(rnd, func(e *Entry) bool {
+			n++
+			if e.Expired(now) {
+				dead = append(dead, append([]byte(nil), e.hdr.key...))
+				hashes = append(hashes, 0)
+			}
+			return n < limit
+		})
+		sampled += n
+		for j, k := range dead {
+			hashes[j] = Hash(k)
+			if e, ok := d.Find(hashes[j], k); ok && e.Expired(now) {
+				sh.expire(i, d, &e)
+				deleted++
+			}
+		}
+	}
+	return deleted, sampled
+}

@@ -1,0 +1,106 @@
+// Package shard holds the keyspace: N shards, each owning the keys whose
+// hash routes to it, in every database, behind one lock.
+//
+// Design and invariants:
+//   - A key belongs to shard route(hash(key)); a key with a hash tag
+//     ("{tag}") routes by the tag, so related keys can share a shard.
+//   - Each shard keeps, per database, a DB: entries in a slab outside the Go
+//     heap, indexed by Dashtables of 32-bit refs. Nothing per key holds a Go
+//     pointer except collection objects.
+//   - A shard's data is touched only under its lock. Commands on several
+//     keys lock their shards in ascending ID order (LockMany), which makes
+//     them atomic and deadlock-free.
+//   - Any change to a stored value goes through DB.Put, DB.Delete or, for
+//     in-place changes of collections, DB.Modify first: the index's
+//     pre-change hook is how a running snapshot captures the old value.
+//   - Expiry is lazy (Lookup deletes what it finds expired) plus an active
+//     cycle (ExpireCycle) that samples only keys with an expiry.
+package shard
+
+import (
+	"bytes"
+	"math/bits"
+	"slices"
+
+	"github.com/zeebo/xxh3"
+)
+
+// Hash is the hash of a key used by both routing and the index.
+func Hash(key []byte) uint64 { return xxh3.Hash(key) }
+
+// Store is the set of shards.
+type Store struct {
+	shards []*Shard
+	dbnum  int
+}
+
+// NewStore makes a store with n shards and dbnum databases.
+func NewStore(n, dbnum int) *Store {
+	if n < 1 {
+		n = 1
+	}
+	s := &Store{dbnum: dbnum}
+	for i := 0; i < n; i++ {
+		s.shards = append(s.shards, newShard(i, dbnum))
+	}
+	return s
+}
+
+// Shards returns all shards in ID order.
+func (s *Store) Shards() []*Shard { return s.shards }
+
+// DBNum is the number of databases.
+func (s *Store) DBNum() int { return s.dbnum }
+
+// Route returns the shard index for a key with hash h.
+func (s *Store) Route(key []byte, h uint64) int {
+	if i := bytes.IndexByte(key, '{'); i >= 0 {
+		if j := bytes.IndexByte(key[i+1:], '}'); j > 0 {
+			h = Hash(key[i+1 : i+1+j])
+		}
+	}
+	// Remix so the shard choice is independent of the bits the index uses.
+	hi, _ := bits.Mul64(h*0x9E3779B97F4A7C15, uint64(len(s.shards)))
+	return int(hi)
+}
+
+// ShardOf returns the shard of key and the key's hash.
+func (s *Store) ShardOf(key []byte) (*Shard, uint64) {
+	h := Hash(key)
+	return s.shards[s.Route(key, h)], h
+}
+
+// Set is a set of shard IDs.
+type Set struct{ ids []int }
+
+// Add adds the shard of key.
+func (s *Store) Add(set *Set, key []byte) {
+	id := s.Route(key, Hash(key))
+	if !slices.Contains(set.ids, id) {
+		set.ids = append(set.ids, id)
+	}
+}
+
+// All makes a set of every shard.
+func (s *Store) All() Set {
+	ids := make([]int, len(s.shards))
+	for i := range ids {
+		ids[i] = i
+	}
+	return Set{ids: ids}
+}
+
+// LockMany locks the shards of set in ascending order.
+func (s *Store) LockMany(set *Set) {
+	slices.Sort(set.ids)
+	for _, id := range set.ids {
+		s.shards[id].Lock()
+	}
+}
+
+// UnlockMany unlocks what LockMany locked.
+func (s *Store) UnlockMany(set *Set) {
+	for i := len(set.ids) - 1; i >= 0; i-- {
+		s.shards[set.ids[i]].Unlock()
+	}
+}

@@ -1,0 +1,639 @@
+package types
+
+import (
+	"bytes"
+	"slices"
+)
+
+// List is a Redis list: one listpack while small, then a quicklist (a slice
+// of nodes, each a packed []byte of elements of about 8 KiB), as Redis 7.2.
+// Unlike Redis 7.2 a quicklist never converts back to a listpack.
+type List struct {
+	small [1]qnode // the listpack encoding (when !big)
+	nodes []qnode  // the quicklist encoding (when big)
+	count int
+	rsz   int // Redis's listpack size of small (for exact conversion)
+	big   bool
+}
+
+type qnode struct {
+	b []byte
+	n int
+}
+
+// NewList returns an empty list in the listpack encoding.
+func NewList() *List { return &List{rsz: redisLPHeader} }
+
+// Encoding returns "listpack" or "quicklist".
+func (l *List) Encoding() string {
+	if l.big {
+		return "quicklist"
+	}
+	return "listpack"
+}
+
+// Len returns the number of elements.
+func (l *List) Len() int { return l.count }
+
+func (l *List) segs() []qnode {
+	if l.big {
+		return l.nodes
+	}
+	return l.small[:]
+}
+
+// nodeLimits returns the byte and element limits of a quicklist node.
+func nodeLimits(lm *Limits) (maxBytes, maxCount int) {
+	fill := lm.ListMaxListpackSize
+	if fill >= 0 {
+		return 8192, max(fill, 1)
+	}
+	lvl := -fill
+	if lvl > 5 {
+		lvl = 5
+	}
+	return 4096 << (lvl - 1), int(^uint(0) >> 1)
+}
+
+// exceeds is Redis's quicklistNodeExceedsLimit.
+func exceeds(lm *Limits, size, count int) bool {
+	maxBytes, maxCount := nodeLimits(lm)
+	return size > maxBytes || count > maxCount
+}
+
+// maybeConvert converts a small list that would exceed the node limit after
+// adding the elements vs (Redis's listTypeTryConvertListpack: it adds the raw
+// lengths of the new elements to the current listpack size).
+func (l *List) maybeConvert(lm *Limits, vs ...[]byte) {
+	if l.big {
+		return
+	}
+	add := 0
+	for _, v := range vs {
+		add += len(v)
+	}
+	if !exceeds(lm, l.rsz+add, l.count+len(vs)) {
+		return
+	}
+	l.big = true
+	l.nodes = nil
+	if l.count > 0 {
+		l.nodes = []qnode{l.small[0]}
+		l.fixNode(0, lm)
+	}
+	l.small[0] = qnode{}
+	l.rsz = 0
+}
+
+func (l *List) recomputeRsz() {
+	if l.big {
+		return
+	}
+	l.rsz = redisLPHeader
+	b := l.small[0].b
+	for off := 0; off < len(b); {
+		var v []byte
+		v, off = lpNext(b, off)
+		l.rsz += redisLPEntrySize(v)
+	}
+}
+
+// nodeGrow makes room for extra bytes, doubling up to limit.
+func nodeGrow(b []byte, extra, limit int) []byte {
+	need := len(b) + extra
+	if cap(b) >= need {
+		return b
+	}
+	c := max(2*cap(b), 64)
+	if c > limit {
+		c = limit
+	}
+	if c < need {
+		c = need
+	}
+	nb := make([]byte, len(b), c)
+	copy(nb, b)
+	return nb
+}
+
+// fits reports whether a node can take one more element of n bytes.
+func fits(nd *qnode, n int, lm *Limits) bool {
+	maxBytes, maxCount := nodeLimits(lm)
+	return nd.n+1 <= maxCount && len(nd.b)+lpEntrySize(n) <= maxBytes
+}
+
+// PushBack appends vs (RPUSH) and returns the new length.
+func (l *List) PushBack(lm *Limits, vs ...[]byte) int {
+	lm = lim(lm)
+	l.maybeConvert(lm, vs...)
+	maxBytes, _ := nodeLimits(lm)
+	for _, v := range vs {
+		if !l.big {
+			nd := &l.small[0]
+			nd.b = lpAppend(nd.b, v)
+			nd.n++
+			l.rsz += redisLPEntrySize(v)
+		} else {
+			k := len(l.nodes) - 1
+			if k < 0 || !fits(&l.nodes[k], len(v), lm) {
+				l.nodes = append(l.nodes, qnode{})
+				k++
+			}
+			nd := &l.nodes[k]
+			sz := lpEntrySize(len(v))
+			nd.b = nodeGrow(nd.b, sz, maxBytes)
+			nd.b = nd.b[:len(nd.b)+sz]
+			lpPut(nd.b[len(nd.b)-sz:], v)
+			nd.n++
+		}
+		l.count++
+	}
+	return l.count
+}
+
+// PushFront prepends each of vs in turn (LPUSH a b c leaves c first) and
+// returns the new length.
+func (l *List) PushFront(lm *Limits, vs ...[]byte) int {
+	lm = lim(lm)
+	l.maybeConvert(lm, vs...)
+	maxBytes, _ := nodeLimits(lm)
+	for _, v := range vs {
+		if !l.big {
+			nd := &l.small[0]
+			nd.b = lpInsert(nd.b, 0, v)
+			nd.n++
+			l.rsz += redisLPEntrySize(v)
+		} else {
+			if len(l.nodes) == 0 || !fits(&l.nodes[0], len(v), lm) {
+				l.nodes = slices.Insert(l.nodes, 0, qnode{})
+			}
+			nd := &l.nodes[0]
+			nd.b = nodeGrow(nd.b, lpEntrySize(len(v)), maxBytes)
+			nd.b = lpInsert(nd.b, 0, v)
+			nd.n++
+		}
+		l.count++
+	}
+	return l.count
+}
+
+func (l *List) dropNode(j int) {
+	if !l.big {
+		l.small[0] = qnode{}
+		return
+	}
+	l.nodes = slices.Delete(l.nodes, j, j+1)
+}
+
+// PopFront removes and returns up to n elements from the head (copies).
+func (l *List) PopFront(n int) [][]byte {
+	if n <= 0 || l.count == 0 {
+		return nil
+	}
+	n = min(n, l.count)
+	out := make([][]byte, 0, n)
+	for ; n > 0; n-- {
+		nd := &l.segs()[0]
+		v, e := lpNext(nd.b, 0)
+		out = append(out, bytes.Clone(v))
+		if !l.big {
+			l.rsz -= redisLPEntrySize(v)
+		}
+		nd.b = lpDelete(nd.b, 0, e)
+		nd.n--
+		l.count--
+		if nd.n == 0 && l.big {
+			l.dropNode(0)
+		}
+	}
+	return out
+}
+
+// PopBack removes and returns up to n elements from the tail (copies), the
+// last element first.
+func (l *List) PopBack(n int) [][]byte {
+	if n <= 0 || l.count == 0 {
+		return nil
+	}
+	n = min(n, l.count)
+	out := make([][]byte, 0, n)
+	for ; n > 0; n-- {
+		s := l.segs()
+		j := len(s) - 1
+		nd := &s[j]
+		v, st := lpPrev(nd.b, len(nd.b))
+		out = append(out, bytes.Clone(v))
+		if !l.big {
+			l.rsz -= redisLPEntrySize(v)
+		}
+		nd.b = nd.b[:st]
+		nd.n--
+		l.count--
+		if nd.n == 0 && l.big {
+			l.dropNode(j)
+		}
+	}
+	return out
+}
+
+// locate returns the node and byte offset of element i (0 <= i < count).
+func (l *List) locate(i int) (j, off int) {
+	s := l.segs()
+	if i < l.count/2 {
+		for j = 0; i >= s[j].n; j++ {
+			i -= s[j].n
+		}
+	} else {
+		ri := l.count - 1 - i
+		for j = len(s) - 1; ri >= s[j].n; j-- {
+			ri -= s[j].n
+		}
+		i = s[j].n - 1 - ri
+	}
+	b := s[j].b
+	if i < s[j].n/2 {
+		for k := 0; k < i; k++ {
+			_, off = lpNext(b, off)
+		}
+		return j, off
+	}
+	end := len(b)
+	for k := s[j].n - 1; k > i; k-- {
+		_, end = lpPrev(b, end)
+	}
+	_, off = lpPrev(b, end)
+	return j, off
+}
+
+// normIndex converts a Redis index (negative = from the tail).
+func (l *List) normIndex(i int64) (int, bool) {
+	if i < 0 {
+		i += int64(l.count)
+	}
+	if i < 0 || i >= int64(l.count) {
+		return 0, false
+	}
+	return int(i), true
+}
+
+// Index is LINDEX.
+func (l *List) Index(i int64) ([]byte, bool) {
+	k, ok := l.normIndex(i)
+	if !ok {
+		return nil, false
+	}
+	j, off := l.locate(k)
+	v, _ := lpNext(l.segs()[j].b, off)
+	return v, true
+}
+
+// Set is LSET; it returns false when the index is out of range.
+func (l *List) Set(i int64, v []byte, lm *Limits) bool {
+	lm = lim(lm)
+	k, ok := l.normIndex(i)
+	if !ok {
+		return false
+	}
+	l.maybeConvert(lm, v)
+	j, off := l.locate(k)
+	nd := &l.segs()[j]
+	_, end := lpNext(nd.b, off)
+	nd.b = lpReplace(nd.b, off, end, v)
+	l.fixNode(j, lm)
+	l.recomputeRsz()
+	return true
+}
+
+// fixNode splits node j of a quicklist while it exceeds the node limits.
+func (l *List) fixNode(j int, lm *Limits) {
+	if !l.big {
+		return
+	}
+	nd := l.nodes[j]
+	maxBytes, maxCount := nodeLimits(lm)
+	if nd.n <= 1 || (len(nd.b) <= maxBytes && nd.n <= maxCount) {
+		return
+	}
+	// split at about half of the bytes (at least one element each side)
+	off, k := 0, 0
+	for k < nd.n-1 {
+		_, next := lpNext(nd.b, off)
+		off = next
+		k++
+		if off*2 >= len(nd.b) {
+			break
+		}
+	}
+	left := qnode{b: slices.Clip(slices.Clone(nd.b[:off])), n: k}
+	right := qnode{b: slices.Clip(slices.Clone(nd.b[off:])), n: nd.n - k}
+	l.nodes[j] = left
+	l.nodes = slices.Insert(l.nodes, j+1, right)
+	l.fixNode(j+1, lm)
+	l.fixNode(j, lm)
+}
+
+// mergeNodes joins adjacent quicklist nodes that fit together (after bulk
+// removals) and drops empty ones.
+func (l *List) mergeNodes(lm *Limits) {
+	if !l.big {
+		return
+	}
+	maxBytes, maxCount := nodeLimits(lm)
+	out := l.nodes[:0]
+	for _, nd := range l.nodes {
+		if nd.n == 0 {
+			continue
+		}
+		if k := len(out) - 1; k >= 0 && len(out[k].b)+len(nd.b) <= maxBytes && out[k].n+nd.n <= maxCount {
+			out[k].b = append(nodeGrow(out[k].b, len(nd.b), maxBytes), nd.b...)
+			out[k].n += nd.n
+			continue
+		}
+		out = append(out, nd)
+	}
+	clear(l.nodes[len(out):])
+	l.nodes = out
+}
+
+// Range is LRANGE: it calls fn for the elements start..stop (inclusive,
+// negative = from the tail, clamped).
+func (l *List) Range(start, stop int64, fn func(v []byte) bool) {
+	lo, hi, ok := normRange(start, stop, l.count)
+	if !ok {
+		return
+	}
+	j, off := l.locate(lo)
+	s := l.segs()
+	for k := lo; k < hi; k++ {
+		for off >= len(s[j].b) {
+			j++
+			off = 0
+		}
+		var v []byte
+		v, off = lpNext(s[j].b, off)
+		if !fn(v) {
+			return
+		}
+	}
+}
+
+// RangeSlice returns LRANGE's result as views (valid until a mutation);
+// the result length is bounded by Len.
+func (l *List) RangeSlice(start, stop int64) [][]byte {
+	lo, hi, ok := normRange(start, stop, l.count)
+	if !ok {
+		return nil
+	}
+	out := make([][]byte, 0, hi-lo)
+	l.Range(start, stop, func(v []byte) bool { out = append(out, v); return true })
+	return out
+}
+
+// Iterate calls fn for every element from the head until fn returns false.
+func (l *List) Iterate(fn func(v []byte) bool) {
+	for _, nd := range l.segs() {
+		for off := 0; off < len(nd.b); {
+			var v []byte
+			v, off = lpNext(nd.b, off)
+			if !fn(v) {
+				return
+			}
+		}
+	}
+}
+
+// IterateReverse calls fn for every element from the tail.
+func (l *List) IterateReverse(fn func(v []byte) bool) {
+	s := l.segs()
+	for j := len(s) - 1; j >= 0; j-- {
+		b := s[j].b
+		for end := len(b); end > 0; {
+			var v []byte
+			v, end = lpPrev(b, end)
+			if !fn(v) {
+				return
+			}
+		}
+	}
+}
+
+// Insert is LINSERT: it inserts v before or after the first pivot and
+// returns the new length, or -1 when the pivot is absent.
+func (l *List) Insert(pivot, v []byte, before bool, lm *Limits) int {
+	lm = lim(lm)
+	found := false
+	var fj, foff int
+	s := l.segs()
+	for j := range s {
+		for off := 0; off < len(s[j].b); {
+			e, next := lpNext(s[j].b, off)
+			if bytes.Equal(e, pivot) {
+				found, fj, foff = true, j, off
+				if !before {
+					foff = next
+				}
+				break
+			}
+			off = next
+		}
+		if found {
+			break
+		}
+	}
+	if !found {
+		return -1
+	}
+	wasBig := l.big
+	l.maybeConvert(lm, v)
+	if !wasBig && l.big {
+		// the small listpack became node 0 and may have been split
+		return l.Insert(pivot, v, before, lm)
+	}
+	nd := &l.segs()[fj]
+	nd.b = lpInsert(nd.b, foff, v)
+	nd.n++
+	l.count++
+	l.fixNode(fj, lm)
+	l.recomputeRsz()
+	return l.count
+}
+
+// filter removes the elements for which drop returns true (with their
+// index from the head) and returns how many were removed.
+func (l *List) filter(lm *Limits, drop func(i int, v []byte) bool) int {
+	removed, i := 0, 0
+	s := l.segs()
+	for j := range s {
+		nd := &s[j]
+		w := 0
+		for off := 0; off < len(nd.b); i++ {
+			v, next := lpNext(nd.b, off)
+			if drop(i, v) {
+				removed++
+				nd.n--
+			} else {
+				if w != off {
+					copy(nd.b[w:], nd.b[off:next])
+				}
+				w += next - off
+			}
+			off = next
+		}
+		nd.b = nd.b[:w]
+	}
+	l.count -= removed
+	if removed > 0 {
+		l.mergeNodes(lim(lm))
+		l.recomputeRsz()
+	}
+	return removed
+}
+
+// Remove is LREM: count > 0 removes the first count occurrences of v,
+// count < 0 the last -count, 0 all of them. It returns how many were
+// removed.
+func (l *List) Remove(count int64, v []byte, lm *Limits) int {
+	lo, hi := 0, l.count // remove matches with index in [lo, hi)
+	if count > 0 {
+		seen := int64(0)
+		i := 0
+		l.Iterate(func(e []byte) bool {
+			if bytes.Equal(e, v) {
+				seen++
+				if seen == count {
+					hi = i + 1
+					return false
+				}
+			}
+			i++
+			return true
+		})
+	} else if count < 0 {
+		seen := int64(0)
+		i := l.count - 1
+		l.IterateReverse(func(e []byte) bool {
+			if bytes.Equal(e, v) {
+				seen--
+				if seen == count {
+					lo = i
+					return false
+				}
+			}
+			i--
+			return true
+		})
+	}
+	return l.filter(lm, func(i int, e []byte) bool { return i >= lo && i < hi && bytes.Equal(e, v) })
+}
+
+// Trim is LTRIM start stop.
+func (l *List) Trim(start, stop int64) {
+	lo, hi, ok := normRange(start, stop, l.count)
+	if !ok {
+		lo, hi = 0, 0
+	}
+	if lo == 0 && hi == l.count {
+		return
+	}
+	if hi-lo == 0 {
+		l.small[0] = qnode{}
+		l.nodes = nil
+		l.count = 0
+		l.recomputeRsz()
+		return
+	}
+	if l.big {
+		// drop whole nodes first
+		for len(l.nodes) > 0 && l.nodes[0].n <= lo {
+			lo -= l.nodes[0].n
+			hi -= l.nodes[0].n
+			l.count -= l.nodes[0].n
+			l.nodes = slices.Delete(l.nodes, 0, 1)
+		}
+		for k := len(l.nodes) - 1; k >= 0 && l.count-l.nodes[k].n >= hi; k-- {
+			l.count -= l.nodes[k].n
+			l.nodes[k] = qnode{}
+			l.nodes = l.nodes[:k]
+		}
+	}
+	l.filter(nil, func(i int, _ []byte) bool { return i < lo || i >= hi })
+}
+
+// Pos is LPOS element [RANK rank] [COUNT count] [MAXLEN maxlen]: it
+// returns the indexes (from the head) of the matches. rank must not be 0
+// (ErrRankZero) nor math.MinInt64 (ErrOutOfRange); count 0 means all
+// matches, maxlen 0 means no limit; negative count/maxlen are the caller's
+// errors and are treated as 0. Without COUNT the command replies with the
+// first result (use count 1).
+func (l *List) Pos(elem []byte, rank, count, maxlen int64) ([]int, error) {
+	if rank == 0 {
+		return nil, ErrRankZero
+	}
+	if rank == -1<<63 {
+		return nil, ErrOutOfRange
+	}
+	count = max(count, 0)
+	maxlen = max(maxlen, 0)
+	var out []int
+	skip := rank - 1
+	if rank < 0 {
+		skip = -rank - 1
+	}
+	var scanned int64
+	visit := func(i int, e []byte) bool {
+		if maxlen > 0 && scanned >= maxlen {
+			return false
+		}
+		scanned++
+		if bytes.Equal(e, elem) {
+			if skip > 0 {
+				skip--
+			} else {
+				out = append(out, i)
+				if count > 0 && int64(len(out)) >= count {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	if rank > 0 {
+		i := 0
+		l.Iterate(func(e []byte) bool { r := visit(i, e); i++; return r })
+	} else {
+		i := l.count - 1
+		l.IterateReverse(func(e []byte) bool { r := visit(i, e); i--; return r })
+	}
+	return out, nil
+}
+
+// Clone returns an independent deep copy.
+func (l *List) Clone() *List {
+	c := &List{count: l.count, rsz: l.rsz, big: l.big}
+	if !l.big {
+		c.small[0] = qnode{b: bytes.Clone(l.small[0].b), n: l.small[0].n}
+		return c
+	}
+	c.nodes = make([]qnode, len(l.nodes))
+	for i, nd := range l.nodes {
+		c.nodes[i] = qnode{b: bytes.Clone(nd.b), n: nd.n}
+	}
+	return c
+}
+
+// MemoryUsage estimates the bytes used by the list.
+func (l *List) MemoryUsage() int {
+	m := 96 + cap(l.small[0].b) + 32*cap(l.nodes)
+	for _, nd := range l.nodes {
+		m += cap(nd.b)
+	}
+	return m
+}
+
+// Nodes calls fn with the packed bytes and element count of every node
+// (one node for the listpack encoding); for serializers.
+func (l *List) Nodes(fn func(b []byte, n int)) {
+	for _, nd := range l.segs() {
+		fn(nd.b, nd.n)
+	}
+}
