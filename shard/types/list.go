@@ -290,11 +290,12 @@ func (l *List) Index(i int64) ([]byte, bool) {
 // Set is LSET; it returns false when the index is out of range.
 func (l *List) Set(i int64, v []byte, lm *Limits) bool {
 	lm = lim(lm)
+	// Redis 7.2 converts before checking the index
+	l.maybeConvert(lm, v)
 	k, ok := l.normIndex(i)
 	if !ok {
 		return false
 	}
-	l.maybeConvert(lm, v)
 	j, off := l.locate(k)
 	nd := &l.segs()[j]
 	_, end := lpNext(nd.b, off)
@@ -421,6 +422,8 @@ func (l *List) IterateReverse(fn func(v []byte) bool) {
 // returns the new length, or -1 when the pivot is absent.
 func (l *List) Insert(pivot, v []byte, before bool, lm *Limits) int {
 	lm = lim(lm)
+	// Redis 7.2 converts before looking for the pivot
+	l.maybeConvert(lm, v)
 	found := false
 	var fj, foff int
 	s := l.segs()
@@ -442,12 +445,6 @@ func (l *List) Insert(pivot, v []byte, before bool, lm *Limits) int {
 	}
 	if !found {
 		return -1
-	}
-	wasBig := l.big
-	l.maybeConvert(lm, v)
-	if !wasBig && l.big {
-		// the small listpack became node 0 and may have been split
-		return l.Insert(pivot, v, before, lm)
 	}
 	nd := &l.segs()[fj]
 	nd.b = lpInsert(nd.b, foff, v)
@@ -527,7 +524,7 @@ func (l *List) Remove(count int64, v []byte, lm *Limits) int {
 }
 
 // Trim is LTRIM start stop.
-func (l *List) Trim(start, stop int64) {
+func (l *List) Trim(start, stop int64, lm *Limits) {
 	lo, hi, ok := normRange(start, stop, l.count)
 	if !ok {
 		lo, hi = 0, 0
@@ -556,7 +553,7 @@ func (l *List) Trim(start, stop int64) {
 			l.nodes = l.nodes[:k]
 		}
 	}
-	l.filter(nil, func(i int, _ []byte) bool { return i < lo || i >= hi })
+	l.filter(lm, func(i int, _ []byte) bool { return i < lo || i >= hi })
 }
 
 // Pos is LPOS element [RANK rank] [COUNT count] [MAXLEN maxlen]: it

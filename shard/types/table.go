@@ -305,7 +305,9 @@ func (t *table) deleteAt(i int) {
 	t.free(t.slots[i] & refMask)
 	t.removeSlot(i)
 	t.maybeShrink()
-	t.maybeCompact(nil)
+	if t.kind != kindZSet { // the sorted set compacts through its tree
+		t.maybeCompact(nil)
+	}
 }
 
 func (t *table) maybeShrink() {

@@ -1,0 +1,675 @@
+package rdb
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"iter"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/hdt3213/rdb/lzf"
+)
+
+// Limits are the thresholds that choose the compact encodings, named after
+// the Redis settings they mirror. A zero field means the Redis 7.0 default;
+// a negative field means 0 (never use the compact encoding).
+type Limits struct {
+	SetMaxIntsetEntries    int // set-max-intset-entries (512)
+	SetMaxListpackEntries  int // set-max-listpack-entries (128; RDB 11+ only)
+	SetMaxListpackValue    int // set-max-listpack-value (64)
+	HashMaxListpackEntries int // hash-max-listpack-entries (512)
+	HashMaxListpackValue   int // hash-max-listpack-value (64)
+	ZSetMaxListpackEntries int // zset-max-listpack-entries (128)
+	ZSetMaxListpackValue   int // zset-max-listpack-value (64)
+	ListNodeBytes          int // list-max-listpack-size -2: bytes per quicklist node (8192)
+	ListPackedThreshold    int // elements this large get a PLAIN quicklist node (1 GiB)
+	// ListBufferBytes bounds the encoded list nodes the writer holds before
+	// it knows the node count (1 MiB). Lists that encode within it get exact
+	// ListNodeBytes nodes; past it, the rest of the list is written in nodes of
+	// a fixed element count derived from the average element size seen so far.
+	ListBufferBytes int
+	// NoCompression disables LZF compression of strings (rdbcompression no).
+	NoCompression bool
+}
+
+// DefaultLimits are Redis 7.0's defaults.
+var DefaultLimits = Limits{
+	SetMaxIntsetEntries:    512,
+	SetMaxListpackEntries:  128,
+	SetMaxListpackValue:    64,
+	HashMaxListpackEntries: 512,
+	HashMaxListpackValue:   64,
+	ZSetMaxListpackEntries: 128,
+	ZSetMaxListpackValue:   64,
+	ListNodeBytes:          8192,
+	ListPackedThreshold:    1 << 30,
+	ListBufferBytes:        1 << 20,
+}
+
+func (l Limits) norm() Limits {
+	d := DefaultLimits
+	f := func(v *int, def int) {
+		switch {
+		case *v == 0:
+			*v = def
+		case *v < 0:
+			*v = 0
+		}
+	}
+	f(&l.SetMaxIntsetEntries, d.SetMaxIntsetEntries)
+	f(&l.SetMaxListpackEntries, d.SetMaxListpackEntries)
+	f(&l.SetMaxListpackValue, d.SetMaxListpackValue)
+	f(&l.HashMaxListpackEntries, d.HashMaxListpackEntries)
+	f(&l.HashMaxListpackValue, d.HashMaxListpackValue)
+	f(&l.ZSetMaxListpackEntries, d.ZSetMaxListpackEntries)
+	f(&l.ZSetMaxListpackValue, d.ZSetMaxListpackValue)
+	f(&l.ListNodeBytes, d.ListNodeBytes)
+	f(&l.ListPackedThreshold, d.ListPackedThreshold)
+	f(&l.ListBufferBytes, d.ListBufferBytes)
+	if l.ListNodeBytes < 64 {
+		l.ListNodeBytes = 64
+	}
+	return l
+}
+
+// Aux is an auxiliary header field (RDB_OPCODE_AUX).
+type Aux struct {
+	Key, Value string
+}
+
+// RedisVersion is the redis-ver DefaultAux announces.
+const RedisVersion = "7.0.15"
+
+// DefaultAux returns the aux fields Redis 7.0 writes.
+func DefaultAux(usedMem int64) []Aux {
+	return []Aux{
+		{"redis-ver", RedisVersion},
+		{"redis-bits", "64"},
+		{"ctime", strconv.FormatInt(time.Now().Unix(), 10)},
+		{"used-mem", strconv.FormatInt(usedMem, 10)},
+		{"aof-base", "0"},
+	}
+}
+
+// Writer writes an RDB file as a stream. Methods return the first error
+// forever after (the stream is then unusable). Not safe for concurrent use.
+type Writer struct {
+	bw      *bufio.Writer
+	crc     hash.Hash64
+	version int
+	lim     Limits
+	err     error
+	dump    bool // value-only mode (DUMP payloads): no key, no expire
+
+	scratch []byte
+	lp      listpack
+	zbuf    []byte // lzf output
+}
+
+// NewWriter returns a Writer of RDB version (0 = DefaultVersion; 10, 11 and
+// 12 are accepted) with DefaultLimits.
+func NewWriter(w io.Writer, version int) *Writer {
+	if version == 0 {
+		version = DefaultVersion
+	}
+	wr := &Writer{bw: bufio.NewWriterSize(w, 64<<10), crc: newCRC(), version: version, lim: DefaultLimits.norm()}
+	if version < 10 || version > MaxVersion {
+		wr.err = fmt.Errorf("rdb: cannot write RDB version %d (10..%d)", version, MaxVersion)
+	}
+	return wr
+}
+
+// SetLimits replaces the encoding thresholds (zero fields take defaults).
+func (w *Writer) SetLimits(l Limits) { w.lim = l.norm() }
+
+// Version is the RDB version being written.
+func (w *Writer) Version() int { return w.version }
+
+// Err returns the sticky error, if any.
+func (w *Writer) Err() error { return w.err }
+
+func (w *Writer) write(p []byte) {
+	if w.err != nil {
+		return
+	}
+	w.crc.Write(p)
+	if _, err := w.bw.Write(p); err != nil {
+		w.err = err
+	}
+}
+
+func (w *Writer) writeByte(b byte) {
+	w.scratch = append(w.scratch[:0], b)
+	w.write(w.scratch)
+}
+
+func (w *Writer) writeLength(n uint64) {
+	w.scratch = appendLength(w.scratch[:0], n)
+	w.write(w.scratch)
+}
+
+// writeString writes s like rdbSaveRawString: integer encoded when short
+// and canonical, LZF compressed when > 20 bytes and that saves >= 4 bytes.
+func (w *Writer) writeString(s []byte) {
+	if len(s) <= 11 {
+		if v, ok := parseCanonicalInt(s); ok && v >= math.MinInt32 && v <= math.MaxInt32 {
+			b := w.scratch[:0]
+			switch {
+			case v >= math.MinInt8 && v <= math.MaxInt8:
+				b = append(b, 0xc0|encInt8, byte(v))
+			case v >= math.MinInt16 && v <= math.MaxInt16:
+				b = append(b, 0xc0|encInt16)
+				b = binary.LittleEndian.AppendUint16(b, uint16(v))
+			default:
+				b = append(b, 0xc0|encInt32)
+				b = binary.LittleEndian.AppendUint32(b, uint32(v))
+			}
+			w.scratch = b
+			w.write(b)
+			return
+		}
+	}
+	w.writeBlob(s)
+}
+
+// writeBlob writes s without trying the integer encoding.
+func (w *Writer) writeBlob(s []byte) {
+	if !w.lim.NoCompression && len(s) > 20 {
+		if out, err := lzf.Compress(s); err == nil && len(out) > 0 && len(out) <= len(s)-4 {
+			b := append(w.scratch[:0], 0xc0|encLZF)
+			b = appendLength(b, uint64(len(out)))
+			b = appendLength(b, uint64(len(s)))
+			w.scratch = b
+			w.write(b)
+			w.write(out)
+			return
+		}
+	}
+	w.writeLength(uint64(len(s)))
+	w.write(s)
+}
+
+func (w *Writer) writeDouble(f float64) {
+	w.scratch = binary.LittleEndian.AppendUint64(w.scratch[:0], math.Float64bits(f))
+	w.write(w.scratch)
+}
+
+// Header writes the magic, the version and the aux fields.
+func (w *Writer) Header(aux []Aux) error {
+	w.write(fmt.Appendf(nil, "REDIS%04d", w.version))
+	for _, a := range aux {
+		w.writeByte(opAux)
+		w.writeString([]byte(a.Key))
+		w.writeString([]byte(a.Value))
+	}
+	return w.err
+}
+
+// SelectDB starts database db; size and expires are the RESIZEDB hints
+// (number of keys, number of keys with a TTL).
+func (w *Writer) SelectDB(db int, size, expires uint64) error {
+	if db < 0 && w.err == nil {
+		w.err = fmt.Errorf("rdb: negative db %d", db)
+	}
+	w.writeByte(opSelectDB)
+	w.writeLength(uint64(db))
+	w.writeByte(opResizeDB)
+	w.writeLength(size)
+	w.writeLength(expires)
+	return w.err
+}
+
+// begin writes the expire opcode (expireAtMs > 0), the type and the key.
+func (w *Writer) begin(typ byte, key []byte, expireAtMs int64) {
+	if !w.dump {
+		if expireAtMs > 0 {
+			w.scratch = append(w.scratch[:0], opExpireTimeMs)
+			w.scratch = binary.LittleEndian.AppendUint64(w.scratch, uint64(expireAtMs))
+			w.write(w.scratch)
+		}
+	}
+	w.writeByte(typ)
+	if !w.dump {
+		w.writeString(key)
+	}
+}
+
+func (w *Writer) fail(err error) error {
+	if w.err == nil {
+		w.err = err
+	}
+	return w.err
+}
+
+// String writes a string key. expireAtMs <= 0 means no expiry.
+func (w *Writer) String(key, val []byte, expireAtMs int64) error {
+	w.begin(typeString, key, expireAtMs)
+	w.writeString(val)
+	return w.err
+}
+
+// errCount reports an iterator that yielded a different count than declared.
+func errCount(what string, key []byte, n, got int) error {
+	return fmt.Errorf("rdb: %s %q: declared %d elements, iterator yielded %d", what, key, n, got)
+}
+
+// List writes a list of n elements as RDB_TYPE_LIST_QUICKLIST_2 with
+// listpack (PACKED) nodes of about ListNodeBytes, elements larger than
+// ListPackedThreshold in PLAIN nodes. elems is consumed once; at most
+// ListBufferBytes of encoded nodes (plus one node) are held in memory.
+func (w *Writer) List(key []byte, expireAtMs int64, n int, elems iter.Seq[[]byte]) error {
+	if w.err != nil {
+		return w.err
+	}
+	if n <= 0 {
+		return w.fail(fmt.Errorf("rdb: list %q: empty", key))
+	}
+	type node struct {
+		plain bool
+		data  []byte
+	}
+	lim := w.lim
+	var (
+		nodes     []node
+		buffered  int // bytes in nodes
+		lp        = &w.lp
+		count     int
+		streaming bool
+		perNode   int // elements per node when streaming
+		remaining int // nodes left to write when streaming
+		inNode    int // elements in lp when streaming
+		entBytes  int // sum of entry sizes seen while buffering
+	)
+	lp.reset()
+	closeNode := func() {
+		if lp.n == 0 {
+			return
+		}
+		data := bytes.Clone(lp.finish())
+		nodes = append(nodes, node{data: data})
+		buffered += len(data)
+		lp.reset()
+	}
+	writeNode := func(plain bool, data []byte) {
+		if plain {
+			w.writeLength(quicklistNodePlain)
+			w.writeString(data)
+		} else {
+			w.writeLength(quicklistNodePacked)
+			w.writeBlob(data)
+		}
+	}
+	startStreaming := func() {
+		// Everything after this point goes in nodes of perNode elements.
+		closeNode()
+		avg := max(1, entBytes/max(1, count))
+		perNode = max(1, min(65535-1, lim.ListNodeBytes/avg))
+		rest := n - count
+		remaining = (rest + perNode - 1) / perNode
+		w.begin(typeListQuicklist2, key, expireAtMs)
+		w.writeLength(uint64(len(nodes) + remaining))
+		for _, nd := range nodes {
+			writeNode(nd.plain, nd.data)
+		}
+		nodes = nil
+		streaming = true
+	}
+	var iterErr error
+	for e := range elems {
+		if count == n {
+			iterErr = errCount("list", key, n, count+1)
+			break
+		}
+		if streaming {
+			lp.appendString(e)
+			inNode++
+			count++
+			if len(lp.buf) > math.MaxUint32-16 {
+				iterErr = fmt.Errorf("rdb: list %q: node exceeds 4 GiB", key)
+				break
+			}
+			if inNode == perNode || count == n {
+				writeNode(false, lp.finish())
+				lp.reset()
+				inNode = 0
+				remaining--
+			}
+			if w.err != nil {
+				return w.err
+			}
+			continue
+		}
+		if len(e) >= lim.ListPackedThreshold {
+			closeNode()
+			nodes = append(nodes, node{plain: true, data: bytes.Clone(e)})
+			buffered += len(e)
+			entBytes += len(e)
+			count++
+		} else {
+			sz := lpEntrySize(e)
+			if lp.n > 0 && (lp.size()+sz > lim.ListNodeBytes || lp.n >= 65534) {
+				closeNode()
+			}
+			lp.appendString(e)
+			entBytes += sz
+			count++
+		}
+		if buffered+len(lp.buf) > lim.ListBufferBytes && count < n {
+			startStreaming()
+		}
+	}
+	if iterErr != nil {
+		return w.fail(iterErr)
+	}
+	if count != n {
+		return w.fail(errCount("list", key, n, count))
+	}
+	if !streaming {
+		closeNode()
+		w.begin(typeListQuicklist2, key, expireAtMs)
+		w.writeLength(uint64(len(nodes)))
+		for _, nd := range nodes {
+			writeNode(nd.plain, nd.data)
+		}
+	} else if remaining != 0 && w.err == nil {
+		return w.fail(fmt.Errorf("rdb: list %q: internal node count mismatch", key))
+	}
+	return w.err
+}
+
+// Set writes a set of n distinct members: INTSET when all are integers and
+// n <= SetMaxIntsetEntries, LISTPACK (RDB 11+) when n <= SetMaxListpackEntries
+// and every member is at most SetMaxListpackValue bytes, else SET.
+func (w *Writer) Set(key []byte, expireAtMs int64, n int, members iter.Seq[[]byte]) error {
+	if w.err != nil {
+		return w.err
+	}
+	if n <= 0 {
+		return w.fail(fmt.Errorf("rdb: set %q: empty", key))
+	}
+	lim := w.lim
+	small := max(lim.SetMaxIntsetEntries, lim.SetMaxListpackEntries)
+	if w.version < 11 {
+		small = lim.SetMaxIntsetEntries
+	}
+	if n > small {
+		w.begin(typeSet, key, expireAtMs)
+		w.writeLength(uint64(n))
+		count := 0
+		for m := range members {
+			if count == n {
+				return w.fail(errCount("set", key, n, count+1))
+			}
+			w.writeString(m)
+			count++
+			if w.err != nil {
+				return w.err
+			}
+		}
+		if count != n {
+			return w.fail(errCount("set", key, n, count))
+		}
+		return w.err
+	}
+	// Small: buffer to choose the encoding.
+	var all [][]byte
+	ints := make([]int64, 0, n)
+	allInt, fits := true, true
+	for m := range members {
+		all = append(all, m)
+		if allInt {
+			if v, ok := parseCanonicalInt(m); ok {
+				ints = append(ints, v)
+			} else {
+				allInt = false
+			}
+		}
+		if len(m) > lim.SetMaxListpackValue {
+			fits = false
+		}
+		if len(all) > n {
+			return w.fail(errCount("set", key, n, len(all)))
+		}
+	}
+	if len(all) != n {
+		return w.fail(errCount("set", key, n, len(all)))
+	}
+	switch {
+	case allInt && n <= lim.SetMaxIntsetEntries:
+		slices.Sort(ints)
+		ints = slices.Compact(ints)
+		width := 2
+		for _, v := range ints {
+			if v < math.MinInt32 || v > math.MaxInt32 {
+				width = 8
+				break
+			}
+			if v < math.MinInt16 || v > math.MaxInt16 {
+				width = 4
+			}
+		}
+		b := make([]byte, 0, 8+width*len(ints))
+		b = binary.LittleEndian.AppendUint32(b, uint32(width))
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(ints)))
+		for _, v := range ints {
+			switch width {
+			case 2:
+				b = binary.LittleEndian.AppendUint16(b, uint16(v))
+			case 4:
+				b = binary.LittleEndian.AppendUint32(b, uint32(v))
+			default:
+				b = binary.LittleEndian.AppendUint64(b, uint64(v))
+			}
+		}
+		w.begin(typeSetIntset, key, expireAtMs)
+		w.writeBlob(b)
+	case w.version >= 11 && fits && n <= lim.SetMaxListpackEntries:
+		lp := &w.lp
+		lp.reset()
+		for _, m := range all {
+			lp.appendString(m)
+		}
+		w.begin(typeSetListpack, key, expireAtMs)
+		w.writeBlob(lp.finish())
+	default:
+		w.begin(typeSet, key, expireAtMs)
+		w.writeLength(uint64(n))
+		for _, m := range all {
+			w.writeString(m)
+		}
+	}
+	return w.err
+}
+
+// Hash writes a hash of n fields: LISTPACK when n <= HashMaxListpackEntries
+// and every field and value is at most HashMaxListpackValue bytes, else HASH.
+func (w *Writer) Hash(key []byte, expireAtMs int64, n int, fields iter.Seq2[[]byte, []byte]) error {
+	if w.err != nil {
+		return w.err
+	}
+	if n <= 0 {
+		return w.fail(fmt.Errorf("rdb: hash %q: empty", key))
+	}
+	lim := w.lim
+	if n > lim.HashMaxListpackEntries {
+		w.begin(typeHash, key, expireAtMs)
+		w.writeLength(uint64(n))
+		count := 0
+		for f, v := range fields {
+			if count == n {
+				return w.fail(errCount("hash", key, n, count+1))
+			}
+			w.writeString(f)
+			w.writeString(v)
+			count++
+			if w.err != nil {
+				return w.err
+			}
+		}
+		if count != n {
+			return w.fail(errCount("hash", key, n, count))
+		}
+		return w.err
+	}
+	all := make([][2][]byte, 0, n)
+	fits := true
+	for f, v := range fields {
+		all = append(all, [2][]byte{f, v})
+		if len(f) > lim.HashMaxListpackValue || len(v) > lim.HashMaxListpackValue {
+			fits = false
+		}
+		if len(all) > n {
+			return w.fail(errCount("hash", key, n, len(all)))
+		}
+	}
+	if len(all) != n {
+		return w.fail(errCount("hash", key, n, len(all)))
+	}
+	if fits {
+		lp := &w.lp
+		lp.reset()
+		for _, fv := range all {
+			lp.appendString(fv[0])
+			lp.appendString(fv[1])
+		}
+		w.begin(typeHashListpack, key, expireAtMs)
+		w.writeBlob(lp.finish())
+		return w.err
+	}
+	w.begin(typeHash, key, expireAtMs)
+	w.writeLength(uint64(n))
+	for _, fv := range all {
+		w.writeString(fv[0])
+		w.writeString(fv[1])
+	}
+	return w.err
+}
+
+// scoreString formats a score the way the listpack zset stores it.
+func scoreString(b []byte, f float64) []byte {
+	switch {
+	case math.IsInf(f, 1):
+		return append(b, "inf"...)
+	case math.IsInf(f, -1):
+		return append(b, "-inf"...)
+	case f == 0 && math.Signbit(f):
+		return append(b, "-0"...)
+	case f > -4503599627370495 && f < 4503599627370496 && f == math.Trunc(f):
+		return strconv.AppendInt(b, int64(f), 10)
+	}
+	return strconv.AppendFloat(b, f, 'g', 17, 64)
+}
+
+// ZSet writes a sorted set of n members: LISTPACK (sorted by score, then
+// member) when n <= ZSetMaxListpackEntries and every member is at most
+// ZSetMaxListpackValue bytes, else ZSET_2. NaN scores are refused.
+func (w *Writer) ZSet(key []byte, expireAtMs int64, n int, members iter.Seq2[[]byte, float64]) error {
+	if w.err != nil {
+		return w.err
+	}
+	if n <= 0 {
+		return w.fail(fmt.Errorf("rdb: zset %q: empty", key))
+	}
+	lim := w.lim
+	if n > lim.ZSetMaxListpackEntries {
+		w.begin(typeZSet2, key, expireAtMs)
+		w.writeLength(uint64(n))
+		count := 0
+		for m, s := range members {
+			if count == n {
+				return w.fail(errCount("zset", key, n, count+1))
+			}
+			if math.IsNaN(s) {
+				return w.fail(fmt.Errorf("rdb: zset %q: NaN score", key))
+			}
+			w.writeString(m)
+			w.writeDouble(s)
+			count++
+			if w.err != nil {
+				return w.err
+			}
+		}
+		if count != n {
+			return w.fail(errCount("zset", key, n, count))
+		}
+		return w.err
+	}
+	type zm struct {
+		m []byte
+		s float64
+	}
+	all := make([]zm, 0, n)
+	fits := true
+	for m, s := range members {
+		if math.IsNaN(s) {
+			return w.fail(fmt.Errorf("rdb: zset %q: NaN score", key))
+		}
+		all = append(all, zm{m, s})
+		if len(m) > lim.ZSetMaxListpackValue {
+			fits = false
+		}
+		if len(all) > n {
+			return w.fail(errCount("zset", key, n, len(all)))
+		}
+	}
+	if len(all) != n {
+		return w.fail(errCount("zset", key, n, len(all)))
+	}
+	if fits {
+		slices.SortFunc(all, func(a, b zm) int {
+			if c := cmp.Compare(a.s, b.s); c != 0 {
+				return c
+			}
+			return bytes.Compare(a.m, b.m)
+		})
+		lp := &w.lp
+		lp.reset()
+		var sb []byte
+		for _, e := range all {
+			lp.appendString(e.m)
+			sb = scoreString(sb[:0], e.s)
+			lp.appendString(sb)
+		}
+		w.begin(typeZSetListpack, key, expireAtMs)
+		w.writeBlob(lp.finish())
+		return w.err
+	}
+	w.begin(typeZSet2, key, expireAtMs)
+	w.writeLength(uint64(n))
+	for _, e := range all {
+		w.writeString(e.m)
+		w.writeDouble(e.s)
+	}
+	return w.err
+}
+
+// Close writes the EOF opcode and the CRC64, and flushes. It does not close
+// the underlying writer.
+func (w *Writer) Close() error {
+	if w.dump {
+		return errors.New("rdb: Close on a dump writer")
+	}
+	w.writeByte(opEOF)
+	if w.err != nil {
+		return w.err
+	}
+	sum := w.crc.Sum64()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], sum)
+	if _, err := w.bw.Write(b[:]); err != nil {
+		return w.fail(err)
+	}
+	if err := w.bw.Flush(); err != nil {
+		return w.fail(err)
+	}
+	w.err = errors.New("rdb: writer closed")
+	return nil
+}
