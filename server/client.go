@@ -44,6 +44,9 @@ type Client struct {
 	isUnix   bool
 
 	lower [32]byte // scratch for lower-casing command names
+
+	dirtyMark uint64   // shard change counter(s) when the command locked them
+	propagate [][]byte // how the running command is replicated (nil: not at all)
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -178,7 +181,9 @@ func (c *Client) execute(args [][]byte) {
 			c.err("ERR internal error while running '" + cmd.name + "'")
 		}
 	}()
+	c.propagate = args
 	cmd.fn(c, args)
+	c.propagate = nil
 }
 
 // lowerName lower-cases a command name without allocating for short names.

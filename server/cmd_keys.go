@@ -64,7 +64,7 @@ func cmdExists(c *Client, args [][]byte) {
 
 func cmdType(c *Client, args [][]byte) {
 	sh, h := c.lockKey(args[1])
-	defer sh.Unlock()
+	defer c.unlockKey(sh)
 	e, ok := sh.Lookup(c.db, h, args[1], now())
 	if !ok {
 		c.simple("none")
@@ -191,7 +191,7 @@ func cmdMove(c *Client, args [][]byte) {
 		return
 	}
 	sh, h := c.lockKey(args[1])
-	defer sh.Unlock()
+	defer c.unlockKey(sh)
 	t := now()
 	e, found := sh.Lookup(c.db, h, args[1], t)
 	if !found {
@@ -398,14 +398,14 @@ func expireGeneric(c *Client, args [][]byte, unit int64, absolute bool) {
 	at := n * unit
 	if !absolute {
 		t := now()
-		if (at > 0 && at > math.MaxInt64-t) || (at < 0 && at < math.MinInt64-t) {
+		if at > 0 && at > math.MaxInt64-t {
 			c.err("ERR invalid expire time in '" + name + "' command")
 			return
 		}
 		at += t
 	}
 	sh, h := c.lockKey(args[1])
-	defer sh.Unlock()
+	defer c.unlockKey(sh)
 	t := now()
 	e, found := sh.Lookup(c.db, h, args[1], t)
 	if !found {
@@ -436,7 +436,7 @@ func expireGeneric(c *Client, args [][]byte, unit int64, absolute bool) {
 
 func ttlGeneric(c *Client, args [][]byte, unit int64, absolute bool) {
 	sh, h := c.lockKey(args[1])
-	defer sh.Unlock()
+	defer c.unlockKey(sh)
 	t := now()
 	e, found := sh.Lookup(c.db, h, args[1], t)
 	if !found {
@@ -469,7 +469,7 @@ func ttlGeneric(c *Client, args [][]byte, unit int64, absolute bool) {
 
 func cmdPersist(c *Client, args [][]byte) {
 	sh, h := c.lockKey(args[1])
-	defer sh.Unlock()
+	defer c.unlockKey(sh)
 	e, found := sh.Lookup(c.db, h, args[1], now())
 	if !found || e.ExpireAt() == 0 {
 		c.int(0)

@@ -82,6 +82,8 @@ func cmdFlushDB(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
+	set := c.lockAll()
+	defer c.unlock(set)
 	c.srv.flush(c.db, async)
 	c.ok()
 }
@@ -91,15 +93,14 @@ func cmdFlushAll(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
+	set := c.lockAll()
+	defer c.unlock(set)
 	c.srv.flush(-1, async)
 	c.ok()
 }
 
-// flush empties database db (-1: all) atomically across shards.
+// flush empties database db (-1: all); the caller holds every shard lock.
 func (s *Server) flush(db int, async bool) {
-	all := s.store.All()
-	s.store.LockMany(&all)
-	defer s.store.UnlockMany(&all)
 	for _, sh := range s.store.Shards() {
 		for i := 0; i < s.store.DBNum(); i++ {
 			if db < 0 || i == db {
@@ -125,12 +126,11 @@ func cmdSwapDB(c *Client, args [][]byte) {
 		c.err("ERR DB index is out of range")
 		return
 	}
-	all := c.srv.store.All()
-	c.srv.store.LockMany(&all)
+	set := c.lockAll()
+	defer c.unlock(set)
 	for _, sh := range c.srv.store.Shards() {
 		sh.SwapDB(int(a), int(b))
 	}
-	c.srv.store.UnlockMany(&all)
 	c.ok()
 }
 
@@ -185,7 +185,7 @@ func cmdObject(c *Client, args [][]byte) {
 		return
 	}
 	sh, h := c.lockKey(args[2])
-	defer sh.Unlock()
+	defer c.unlockKey(sh)
 	e, ok := sh.Lookup(c.db, h, args[2], now())
 	if !ok {
 		c.null()
@@ -213,7 +213,7 @@ func cmdMemory(c *Client, args [][]byte) {
 			return
 		}
 		sh, h := c.lockKey(args[2])
-		defer sh.Unlock()
+		defer c.unlockKey(sh)
 		e, ok := sh.Lookup(c.db, h, args[2], now())
 		if !ok {
 			c.null()

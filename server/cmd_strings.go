@@ -33,7 +33,7 @@ func registerStrings(reg registrar) {
 
 func cmdGet(c *Client, args [][]byte) {
 	sh, h := c.lockKey(args[1])
-	defer sh.Unlock()
+	defer c.unlockKey(sh)
 	e, ok := sh.Lookup(c.db, h, args[1], now())
 	if !ok {
 		c.srv.stats.keyMisses.Add(1)
@@ -118,7 +118,7 @@ func cmdSet(c *Client, args [][]byte) {
 // setGeneric implements SET with its flags; expireAt 0 means no expiry.
 func setGeneric(c *Client, key, val []byte, flags int, expireAt int64) {
 	sh, h := c.lockKey(key)
-	defer sh.Unlock()
+	defer c.unlockKey(sh)
 	e, found := sh.Lookup(c.db, h, key, now())
 	if flags&setGet != 0 {
 		if found && e.Type() != shard.TypeString {
@@ -156,7 +156,7 @@ func setGeneric(c *Client, key, val []byte, flags int, expireAt int64) {
 
 func cmdSetNX(c *Client, args [][]byte) {
 	sh, h := c.lockKey(args[1])
-	defer sh.Unlock()
+	defer c.unlockKey(sh)
 	if _, found := sh.Lookup(c.db, h, args[1], now()); found {
 		c.int(0)
 		return
@@ -183,7 +183,7 @@ func cmdGetSet(c *Client, args [][]byte) {
 
 func cmdGetDel(c *Client, args [][]byte) {
 	sh, h := c.lockKey(args[1])
-	defer sh.Unlock()
+	defer c.unlockKey(sh)
 	e, ok := sh.Lookup(c.db, h, args[1], now())
 	if !ok {
 		c.null()
@@ -222,7 +222,7 @@ func cmdGetEx(c *Client, args [][]byte) {
 		}
 	}
 	sh, h := c.lockKey(args[1])
-	defer sh.Unlock()
+	defer c.unlockKey(sh)
 	e, ok := sh.Lookup(c.db, h, args[1], now())
 	if !ok {
 		c.null()
@@ -279,8 +279,8 @@ func msetGeneric(c *Client, args [][]byte, nx bool) {
 	for i := 1; i < len(args); i += 2 {
 		c.srv.store.Add(set, args[i])
 	}
-	c.srv.store.LockMany(set)
-	defer c.srv.store.UnlockMany(set)
+	c.lockSet(set)
+	defer c.unlock(set)
 	t := now()
 	if nx {
 		for i := 1; i < len(args); i += 2 {
@@ -306,7 +306,7 @@ const maxStringBytes = 512 << 20
 
 func cmdAppend(c *Client, args [][]byte) {
 	sh, h := c.lockKey(args[1])
-	defer sh.Unlock()
+	defer c.unlockKey(sh)
 	e, ok := sh.Lookup(c.db, h, args[1], now())
 	if !ok {
 		sh.DB(c.db).Put(h, args[1], shard.Value{Type: shard.TypeString, Str: args[2]})
@@ -329,7 +329,7 @@ func cmdAppend(c *Client, args [][]byte) {
 
 func cmdStrlen(c *Client, args [][]byte) {
 	sh, h := c.lockKey(args[1])
-	defer sh.Unlock()
+	defer c.unlockKey(sh)
 	e, ok := sh.Lookup(c.db, h, args[1], now())
 	if !ok {
 		c.int(0)
@@ -350,7 +350,7 @@ func cmdGetRange(c *Client, args [][]byte) {
 		return
 	}
 	sh, h := c.lockKey(args[1])
-	defer sh.Unlock()
+	defer c.unlockKey(sh)
 	e, ok := sh.Lookup(c.db, h, args[1], now())
 	if !ok {
 		c.bulkString("")
@@ -401,7 +401,7 @@ func cmdSetRange(c *Client, args [][]byte) {
 	}
 	val := args[3]
 	sh, h := c.lockKey(args[1])
-	defer sh.Unlock()
+	defer c.unlockKey(sh)
 	e, found := sh.Lookup(c.db, h, args[1], now())
 	if found && e.Type() != shard.TypeString {
 		c.errWrongType()
@@ -452,7 +452,7 @@ func cmdDecrBy(c *Client, args [][]byte) {
 
 func incrBy(c *Client, key []byte, by int64) {
 	sh, h := c.lockKey(key)
-	defer sh.Unlock()
+	defer c.unlockKey(sh)
 	e, found := sh.Lookup(c.db, h, key, now())
 	var cur, expireAt int64
 	if found {
@@ -508,7 +508,7 @@ func cmdIncrByFloat(c *Client, args [][]byte) {
 		return
 	}
 	sh, h := c.lockKey(args[1])
-	defer sh.Unlock()
+	defer c.unlockKey(sh)
 	e, found := sh.Lookup(c.db, h, args[1], now())
 	var cur float64
 	var expireAt int64

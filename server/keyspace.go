@@ -9,12 +9,28 @@ import (
 // now is the clock expiry is judged by (unix ms).
 func now() int64 { return time.Now().UnixMilli() }
 
-// keyOp locks the shard of key and returns it with the key's hash; the
-// caller must call sh.Unlock (normally deferred).
+// Every command touches data between a lock call and its matching unlock
+// call below (normally deferred). The pair is also where a write is
+// committed to the replication stream: if the command changed any locked
+// shard, its propagated form (by default its own arguments; see rewrite) is
+// appended while the locks are still held, so the stream follows the order
+// in which writes were applied.
+
+// lockKey locks the shard of key and returns it with the key's hash; the
+// caller must call c.unlockKey(sh).
 func (c *Client) lockKey(key []byte) (*shard.Shard, uint64) {
 	sh, h := c.srv.store.ShardOf(key)
 	sh.Lock()
+	c.dirtyMark = sh.Dirty()
 	return sh, h
+}
+
+// unlockKey commits what the command wrote and unlocks the shard.
+func (c *Client) unlockKey(sh *shard.Shard) {
+	if sh.Dirty() != c.dirtyMark {
+		c.srv.commitWrite(c)
+	}
+	sh.Unlock()
 }
 
 // lockKeys locks the shards of all keys in ascending order.
@@ -25,11 +41,42 @@ func (c *Client) lockKeys(keys ...[][]byte) *shard.Set {
 			c.srv.store.Add(set, k)
 		}
 	}
+	return c.lockSet(set)
+}
+
+// lockAll locks every shard (FLUSHALL, SWAPDB, EXEC of many keys).
+func (c *Client) lockAll() *shard.Set {
+	set := c.srv.store.All()
+	return c.lockSet(&set)
+}
+
+func (c *Client) lockSet(set *shard.Set) *shard.Set {
 	c.srv.store.LockMany(set)
+	c.dirtyMark = c.srv.store.DirtySum(set)
 	return set
 }
 
-func (c *Client) unlock(set *shard.Set) { c.srv.store.UnlockMany(set) }
+// unlock commits what the command wrote and unlocks the set.
+func (c *Client) unlock(set *shard.Set) {
+	if c.srv.store.DirtySum(set) != c.dirtyMark {
+		c.srv.commitWrite(c)
+	}
+	c.srv.store.UnlockMany(set)
+}
+
+// rewrite replaces the form in which the running command is replicated
+// (e.g. EXPIRE as PEXPIREAT), as Redis does for non-deterministic commands.
+func (c *Client) rewrite(args ...[]byte) { c.propagate = args }
+
+// commitWrite records that c's current command changed data: it counts
+// towards the save schedule and is handed to the replication journal.
+// Called with the command's shard locks held.
+func (s *Server) commitWrite(c *Client) {
+	s.dirty.Add(1)
+	if j := s.journal; j != nil && c.propagate != nil {
+		j(c.db, c.propagate)
+	}
+}
 
 // lookup finds key in the client's database (shard locked by the caller).
 func (c *Client) lookup(key []byte) (*shard.Shard, shard.Entry, bool) {

@@ -77,8 +77,8 @@ type Server struct {
 	cmds  map[string]*command
 
 	configParams map[string]configParam
-	log   *slog.Logger
-	port  int
+	log          *slog.Logger
+	port         int
 
 	nextClientID atomic.Int64
 	clientsMu    sync.Mutex
@@ -87,6 +87,12 @@ type Server struct {
 	stats        stats
 	started      time.Time
 	runID        string
+
+	// dirty counts committed writes (rdb_changes_since_last_save).
+	dirty atomic.Int64
+	// journal, when set, receives every committed write in commit order,
+	// with its database, while the writer holds its shard locks.
+	journal func(db int, args [][]byte)
 
 	shutdownOnce sync.Once
 	done         chan struct{}

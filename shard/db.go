@@ -17,11 +17,12 @@ type DB struct {
 	expires  *dash.Table
 	objs     []any
 	freeObjs []uint32
-	valBytes int64 // sum of key+value bytes, for MEMORY and INFO
+	valBytes int64   // sum of key+value bytes, for MEMORY and INFO
+	dirty    *uint64 // the owning shard's change counter
 }
 
-func newDB() *DB {
-	d := &DB{slab: slab.New()}
+func newDB(dirty *uint64) *DB {
+	d := &DB{slab: slab.New(), dirty: dirty}
 	d.main = dash.New(d, Hash)
 	d.expires = dash.New(d, Hash)
 	return d
@@ -103,6 +104,7 @@ func (d *DB) Put(h uint64, key []byte, v Value) Entry {
 		flags |= flagMeta
 	}
 	size := encodedSize(flags, len(key), vlen)
+	*d.dirty++
 	pos, found := d.main.Find(h, key)
 	if !found {
 		ref, mem := d.slab.Alloc(size)
@@ -213,6 +215,7 @@ func (d *DB) touchExpire(h uint64, key []byte) {
 
 // Delete removes the entry e.
 func (d *DB) Delete(e *Entry) {
+	*d.dirty++
 	if e.hdr.flags&flagExpire != 0 {
 		d.removeExpire(e.h, e.hdr.key)
 	}
@@ -240,6 +243,7 @@ func (d *DB) Forget(e *Entry) {
 // Modify must be called before a collection object (or any value) is changed
 // in place, so that a running snapshot captures the old value first.
 func (d *DB) Modify(e *Entry) {
+	*d.dirty++
 	d.main.Replace(e.pos, e.ref)
 }
 

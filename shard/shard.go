@@ -17,8 +17,14 @@ type Shard struct {
 	// expired (replication turns it into DEL). Called under the shard lock.
 	OnExpire func(db int, key []byte)
 
-	expiredKeys int64 // stats: keys removed by expiry
+	expiredKeys int64  // stats: keys removed by expiry
+	dirty       uint64 // changes made through this shard; see Dirty
 }
+
+// Dirty counts every change made to the shard's data (like Redis's
+// server.dirty): callers compare it before and after a command to learn
+// whether the command wrote anything (to replicate it, to schedule saves).
+func (sh *Shard) Dirty() uint64 { return sh.dirty }
 
 func newShard(id, dbnum int) *Shard {
 	return &Shard{id: id, dbs: make([]*DB, dbnum)}
@@ -34,7 +40,7 @@ func (sh *Shard) Unlock() { sh.mu.Unlock() }
 func (sh *Shard) DB(i int) *DB {
 	d := sh.dbs[i]
 	if d == nil {
-		d = newDB()
+		d = newDB(&sh.dirty)
 		sh.dbs[i] = d
 	}
 	return d
@@ -81,6 +87,7 @@ func (sh *Shard) FlushDB(db int, async bool) {
 		return
 	}
 	sh.dbs[db] = nil
+	sh.dirty++
 	if async {
 		go d.release()
 	} else {
@@ -89,7 +96,10 @@ func (sh *Shard) FlushDB(db int, async bool) {
 }
 
 // SwapDB exchanges databases a and b.
-func (sh *Shard) SwapDB(a, b int) { sh.dbs[a], sh.dbs[b] = sh.dbs[b], sh.dbs[a] }
+func (sh *Shard) SwapDB(a, b int) {
+	sh.dbs[a], sh.dbs[b] = sh.dbs[b], sh.dbs[a]
+	sh.dirty++
+}
 
 // ExpireCycle deletes expired keys from samples of keys with an expiry, at
 // most limit keys per database, and reports how many it deleted and how many

@@ -104,3 +104,12 @@ func (s *Store) UnlockMany(set *Set) {
 		s.shards[set.ids[i]].Unlock()
 	}
 }
+
+// DirtySum adds up the change counters of the shards in set (locked).
+func (s *Store) DirtySum(set *Set) uint64 {
+	var n uint64
+	for _, id := range set.ids {
+		n += s.shards[id].Dirty()
+	}
+	return n
+}

@@ -1,0 +1,262 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// startServer runs a server on a free loopback port for the test's duration.
+func startServer(t testing.TB, mutate ...func(*Config)) *Server {
+	t.Helper()
+	cfg := Config{Port: 0, Bind: "127.0.0.1", Shards: 4, DBNum: 16, Dir: t.TempDir(), DBFilename: "dump.rdb",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if testing.Verbose() {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	s := New(cfg)
+	if err := s.Start(cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func newClient(t testing.TB, s *Server) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), Protocol: 2})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// rawConn is a plain TCP connection speaking RESP by hand.
+type rawConn struct {
+	t  testing.TB
+	nc net.Conn
+	rd *bufio.Reader
+}
+
+func dialRaw(t testing.TB, s *Server) *rawConn { return dialAddr(t, s.Addr()) }
+
+func dialAddr(t testing.TB, addr string) *rawConn {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return &rawConn{t: t, nc: nc, rd: bufio.NewReader(nc)}
+}
+
+func (r *rawConn) send(s string) {
+	r.t.Helper()
+	r.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := r.nc.Write([]byte(s)); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// do sends args as a RESP array.
+func (r *rawConn) do(args ...string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	r.send(b.String())
+}
+
+// reply reads one whole RESP value and returns its lines (without CRLF).
+func (r *rawConn) reply() []string {
+	r.t.Helper()
+	r.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var lines []string
+	var read func()
+	read = func() {
+		line, err := r.rd.ReadString('\n')
+		if err != nil {
+			r.t.Fatalf("reading reply: %v (so far %q)", err, lines)
+		}
+		line = strings.TrimSuffix(line, "\r\n")
+		lines = append(lines, line)
+		if line == "" {
+			return
+		}
+		var n int
+		switch line[0] {
+		case '$', '=', '!':
+			fmt.Sscanf(line[1:], "%d", &n)
+			if n < 0 {
+				return
+			}
+			buf := make([]byte, n+2)
+			if _, err := io.ReadFull(r.rd, buf); err != nil {
+				r.t.Fatalf("reading bulk: %v", err)
+			}
+			lines = append(lines, renderPayload(buf[:n]))
+		case '*', '~', '>':
+			fmt.Sscanf(line[1:], "%d", &n)
+			for i := 0; i < n; i++ {
+				read()
+			}
+		case '%', '|':
+			fmt.Sscanf(line[1:], "%d", &n)
+			for i := 0; i < 2*n; i++ {
+				read()
+			}
+		}
+	}
+	read()
+	return lines
+}
+
+// TestScripts runs the data-driven cases in testdata/*.txt. Each case is a
+// request line starting with "> " (arguments split on spaces; "quoted" args
+// may hold spaces) followed by the exact reply, one RESP line per line
+// ("\r\n" removed; a bulk's payload on its own line). "! " sends raw bytes
+// (with \r\n escapes) instead; "~ sleep 1100ms" waits; "# " lines are
+// comments and a blank line separates cases (a fresh connection and an empty
+// server per file).
+func TestScripts(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.txt")
+	if len(files) == 0 {
+		t.Fatal("no scripts in testdata")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			s := startServer(t)
+			runScript(t, f, s.Addr())
+		})
+	}
+}
+
+// TestScriptsAgainstRedis runs the same cases against a real redis-server,
+// which proves the expected replies are Redis's own.
+func TestScriptsAgainstRedis(t *testing.T) {
+	addr := startRedis(t)
+	files, _ := filepath.Glob("testdata/*.txt")
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			r := dialAddr(t, addr)
+			r.do("FLUSHALL")
+			r.reply()
+			runScript(t, f, addr)
+		})
+	}
+}
+
+// startRedis starts Debian's redis-server on a free port, or skips.
+func startRedis(t testing.TB, extra ...string) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server not installed (apt-get install -y redis-server); skipping the comparison with real Redis")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	args := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", t.TempDir()}, extra...)
+	cmd := exec.Command(bin, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	for i := 0; i < 100; i++ {
+		if nc, err := net.Dial("tcp", addr); err == nil {
+			nc.Close()
+			return addr
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("redis-server did not start")
+	return ""
+}
+
+func runScript(t *testing.T, path, addr string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := dialAddr(t, addr)
+	lines := strings.Split(string(data), "\n")
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		switch {
+		case strings.HasPrefix(line, "> ") || strings.HasPrefix(line, "! "):
+			if line[0] == '>' {
+				args, ok := splitArgs([]byte(line[2:]), nil)
+				if !ok {
+					t.Fatalf("%s:%d: bad request line", path, i+1)
+				}
+				strs := make([]string, len(args))
+				for k, a := range args {
+					strs[k] = string(a)
+				}
+				r.do(strs...)
+			} else {
+				r.send(strings.ReplaceAll(strings.ReplaceAll(line[2:], `\r`, "\r"), `\n`, "\n"))
+			}
+			var want []string
+			for i+1 < len(lines) && lines[i+1] != "" && !strings.HasPrefix(lines[i+1], "> ") &&
+				!strings.HasPrefix(lines[i+1], "! ") && !strings.HasPrefix(lines[i+1], "# ") && !strings.HasPrefix(lines[i+1], "~ ") {
+				i++
+				want = append(want, lines[i])
+			}
+			if len(want) == 0 {
+				continue
+			}
+			got := r.reply()
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("%s:%d: %s\n got: %q\nwant: %q", path, i+1, line, got, want)
+			}
+		case strings.HasPrefix(line, "~ sleep "):
+			d, err := time.ParseDuration(strings.TrimPrefix(line, "~ sleep "))
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(d)
+		case strings.HasPrefix(line, "~ eof"):
+			r.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := r.rd.ReadByte(); err != io.EOF {
+				t.Errorf("%s:%d: want the connection closed, got %v", path, i+1, err)
+			}
+			r = dialAddr(t, addr)
+		}
+	}
+}
+
+var _ = context.Background
+
+// renderPayload shows a bulk's bytes on one line: as they are when
+// printable, Go-quoted when empty or holding control bytes.
+func renderPayload(b []byte) string {
+	if len(b) == 0 {
+		return `""`
+	}
+	for _, ch := range b {
+		if ch < ' ' || ch > '~' {
+			return strconv.Quote(string(b))
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,216 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func TestGoRedisStringsAndKeys(t *testing.T) {
+	s := startServer(t)
+	ctx := context.Background()
+	for _, proto := range []int{2, 3} {
+		rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), Protocol: proto})
+		defer rdb.Close()
+		if err := rdb.Set(ctx, "k", "v", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := rdb.Get(ctx, "k").Result(); err != nil || v != "v" {
+			t.Fatalf("proto %d: GET = %q, %v", proto, v, err)
+		}
+		if _, err := rdb.Get(ctx, "missing").Result(); err != redis.Nil {
+			t.Fatalf("proto %d: GET missing: %v", proto, err)
+		}
+		if d, err := rdb.TTL(ctx, "k").Result(); err != nil || d < 59*time.Second {
+			t.Fatalf("TTL = %v, %v", d, err)
+		}
+		if n, err := rdb.IncrByFloat(ctx, "f", 1.5).Result(); err != nil || n != 1.5 {
+			t.Fatalf("INCRBYFLOAT = %v, %v", n, err)
+		}
+		vals, err := rdb.MGet(ctx, "k", "missing").Result()
+		if err != nil || vals[0] != "v" || vals[1] != nil {
+			t.Fatalf("MGET = %v, %v", vals, err)
+		}
+		if err := rdb.FlushAll(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestScanAcrossShards checks that SCAN returns every key present for the
+// whole iteration, even while other keys are inserted (splitting tables).
+func TestScanAcrossShards(t *testing.T) {
+	s := startServer(t)
+	ctx := context.Background()
+	rdb := newClient(t, s)
+	const n = 5000
+	pipe := rdb.Pipeline()
+	for i := 0; i < n; i++ {
+		pipe.Set(ctx, fmt.Sprintf("stable:%d", i), i, 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var cursor uint64
+	extra := 0
+	for {
+		keys, next, err := rdb.Scan(ctx, cursor, "stable:*", 50).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			seen[k] = true
+		}
+		// Grow the tables between calls.
+		for j := 0; j < 200; j++ {
+			rdb.Set(ctx, fmt.Sprintf("extra:%d", extra), 1, 0)
+			extra++
+		}
+		if next == 0 {
+			break
+		}
+		cursor = next
+	}
+	if len(seen) != n {
+		t.Fatalf("SCAN saw %d of %d keys", len(seen), n)
+	}
+}
+
+func TestRequirePass(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.RequirePass = "secret" })
+	r := dialRaw(t, s)
+	r.do("GET", "k")
+	if got := r.reply(); got[0] != "-NOAUTH Authentication required." {
+		t.Fatalf("before AUTH: %q", got)
+	}
+	// Unauthenticated clients may not send large requests.
+	r.send("*11\r\n")
+	if got := r.reply(); got[0] != "-ERR Protocol error: invalid multibulk length" {
+		t.Fatalf("big multibulk before AUTH: %q", got)
+	}
+	r = dialRaw(t, s)
+	r.do("AUTH", "wrong")
+	if got := r.reply(); got[0] != "-WRONGPASS invalid username-password pair or user is disabled." {
+		t.Fatalf("AUTH wrong: %q", got)
+	}
+	r.do("AUTH", "secret")
+	if got := r.reply(); got[0] != "+OK" {
+		t.Fatalf("AUTH: %q", got)
+	}
+	r.do("SET", "k", strings.Repeat("x", 20000))
+	if got := r.reply(); got[0] != "+OK" {
+		t.Fatalf("SET after AUTH: %q", got)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: "secret"})
+	defer rdb.Close()
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHugeDeclaredLengths: a client announcing a huge bulk or count gets an
+// error or waits for data; the server never allocates what was announced.
+func TestHugeDeclaredLengths(t *testing.T) {
+	s := startServer(t)
+	r := dialRaw(t, s)
+	r.send("*2000000000\r\n$3\r\nSET\r\n")
+	r.send("$500000000\r\nabc")
+	time.Sleep(50 * time.Millisecond)
+	// Another client is still served.
+	r2 := dialRaw(t, s)
+	r2.do("PING")
+	if got := r2.reply(); got[0] != "+PONG" {
+		t.Fatalf("PING: %q", got)
+	}
+	if rss() > 1<<30 {
+		t.Fatalf("RSS %d after announced 500 MB bulk", rss())
+	}
+}
+
+// TestPanicIsContained: a command that panics answers an error and the
+// server keeps serving (this client and others).
+func TestPanicIsContained(t *testing.T) {
+	s := startServer(t)
+	s.cmds["boom"] = &command{name: "boom", arity: 1, fn: func(c *Client, _ [][]byte) {
+		sh, _ := c.lockKey([]byte("k"))
+		defer sh.Unlock()
+		panic("deliberate")
+	}}
+	r := dialRaw(t, s)
+	r.do("BOOM")
+	if got := r.reply(); !strings.HasPrefix(got[0], "-ERR internal error") {
+		t.Fatalf("BOOM: %q", got)
+	}
+	r.do("SET", "k", "v") // the shard lock was released
+	if got := r.reply(); got[0] != "+OK" {
+		t.Fatalf("after panic: %q", got)
+	}
+}
+
+func TestProtectedMode(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.ProtectedMode = true; c.Bind = "0.0.0.0" })
+	// Find a non-loopback local address to connect from.
+	addrs, _ := net.InterfaceAddrs()
+	var ip net.IP
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+			ip = n.IP
+			break
+		}
+	}
+	if ip == nil {
+		t.Skip("no non-loopback IPv4 address on this machine")
+	}
+	nc, err := net.Dial("tcp", net.JoinHostPort(ip.String(), fmt.Sprint(s.Port())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	buf := make([]byte, 64)
+	nc.SetReadDeadline(time.Now().Add(2 * time.Second))
+	n, _ := nc.Read(buf)
+	if !strings.HasPrefix(string(buf[:n]), "-DENIED") {
+		t.Fatalf("non-loopback client got %q", buf[:n])
+	}
+	// Loopback is allowed.
+	r := dialAddr(t, fmt.Sprintf("127.0.0.1:%d", s.Port()))
+	r.do("PING")
+	if got := r.reply(); got[0] != "+PONG" {
+		t.Fatalf("loopback PING: %q", got)
+	}
+}
+
+// TestConcurrentClients hammers multi-key and single-key commands from many
+// clients (run with -race).
+func TestConcurrentClients(t *testing.T) {
+	s := startServer(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
+			defer rdb.Close()
+			for i := 0; i < 300; i++ {
+				k := fmt.Sprintf("c%d", i%20)
+				rdb.Incr(ctx, k)
+				rdb.MSet(ctx, "m1", i, "m2", i, "m3", i)
+				vals := rdb.MGet(ctx, "m1", "m2", "m3").Val()
+				if vals[0] != vals[1] || vals[1] != vals[2] {
+					t.Errorf("MGET saw a partial MSET: %v", vals)
+					return
+				}
+				rdb.Del(ctx, fmt.Sprintf("d%d", i), k)
+			}
+		}(g)
+	}
+	wg.Wait()
+}
