@@ -1,0 +1,2 @@
+// Package dash implements a Dashtable.
+package dash
