@@ -18,7 +18,7 @@ func (c *conn) cmdFlushAll(t [][]byte) {
 	}
 	var delay int64
 	if args > 0 {
-		d, ok := parseInt32(t[1])
+		d, ok := parseExptime(t[1])
 		if !ok {
 			c.replyUnless(nr, "CLIENT_ERROR invalid exptime argument\r\n")
 			return
@@ -31,9 +31,11 @@ func (c *conn) cmdFlushAll(t [][]byte) {
 		c.s.flushT.Stop()
 		c.s.flushT = nil
 	}
-	if delay > 0 {
-		at := exptimeToDeadline(delay, nowMs())
-		if at != expNow {
+	// Like memcached, items older than realtime(delay)-1 become invalid,
+	// so a delay of 1 flushes at once.
+	if delay > 1 {
+		at := exptimeToDeadline(delay, nowMs()) - 1000
+		if at > nowMs() {
 			c.s.flushT = time.AfterFunc(time.Duration(at-nowMs())*time.Millisecond, c.s.flush)
 		}
 	}

@@ -21,7 +21,7 @@ func (c *conn) cmdStore(t [][]byte, mode storeMode) {
 		return
 	}
 	flags, ok1 := parseFlags(t[2])
-	exptime, ok2 := parseInt32(t[3])
+	exptime, ok2 := parseExptime(t[3])
 	vlen, ok3 := parseInt32(t[4])
 	if !ok1 || !ok2 || !ok3 {
 		c.replyUnless(nr, "CLIENT_ERROR bad command line format\r\n")
@@ -101,7 +101,7 @@ func (c *conn) cmdGet(t [][]byte, withCAS, touch bool) {
 			c.reply("ERROR\r\n")
 			return
 		}
-		e, ok := parseInt32(t[1])
+		e, ok := parseExptime(t[1])
 		if !ok {
 			c.reply("CLIENT_ERROR invalid exptime argument\r\n")
 			return
@@ -183,7 +183,7 @@ func (c *conn) cmdTouch(t [][]byte) {
 		c.replyUnless(nr, "CLIENT_ERROR bad command line format\r\n")
 		return
 	}
-	e, ok := parseInt32(t[2])
+	e, ok := parseExptime(t[2])
 	if !ok {
 		c.replyUnless(nr, "CLIENT_ERROR invalid exptime argument\r\n")
 		return

@@ -86,10 +86,10 @@ func parseMeta(toks [][]byte, allowed string, o *metaOpts, opaqueBuf []byte) str
 		case 'F':
 			o.flags, ok = parseFlags(arg)
 		case 'T':
-			o.ttl, ok = parseInt32(arg)
+			o.ttl, ok = parseExptime(arg)
 			o.hasTTL = true
 		case 'N':
-			o.viv, ok = parseInt32(arg)
+			o.viv, ok = parseExptime(arg)
 			o.hasViv = true
 		case 'J':
 			o.init, ok = parseUint64(arg)
@@ -231,7 +231,7 @@ func (c *conn) cmdMetaSet(t [][]byte) {
 	}
 	vlen, ok := parseInt32(t[2])
 	if !ok || vlen < 0 {
-		c.reply("CLIENT_ERROR bad data chunk\r\n")
+		c.reply("CLIENT_ERROR bad command line format\r\n")
 		return
 	}
 	p := &c.pend

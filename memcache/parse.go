@@ -53,6 +53,31 @@ func parseInt32(b []byte) (int64, bool) {
 	return n, true
 }
 
+// parseExptime parses an exptime as memcached 1.6 does on 64-bit builds: a
+// signed decimal truncated to 32 bits (so 4000000000 becomes negative, an
+// item that expires at once).
+func parseExptime(b []byte) (int64, bool) {
+	neg := false
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		neg = b[0] == '-'
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, ch := range b {
+		if ch < '0' || ch > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(ch-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return int64(int32(n)), true
+}
+
 // parseFlags parses client flags; like memcached 1.6 a value past 32 bits
 // is truncated to its low 32 bits.
 func parseFlags(b []byte) (uint32, bool) {
