@@ -84,3 +84,13 @@ func (c *Client) lookup(key []byte) (*shard.Shard, shard.Entry, bool) {
 	e, ok := sh.Lookup(c.db, h, key, now())
 	return sh, e, ok
 }
+
+// commitMemcached commits a write of the memcached front end (called with
+// its shard locks held): counted like a RESP write and journalled in its
+// RESP form.
+func (s *Server) commitMemcached(db int, args [][]byte) {
+	s.dirty.Add(1)
+	if j := s.journal; j != nil {
+		j(db, args)
+	}
+}

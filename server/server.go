@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/damselflydb/damselfly/memcache"
 	"github.com/damselflydb/damselfly/shard"
 )
 
@@ -41,6 +42,11 @@ type Config struct {
 	ProtectedMode bool
 	Save          string
 	Logger        *slog.Logger
+	// MemcachedPort, when non-zero, also serves the Memcached text protocol
+	// on Bind:MemcachedPort over database 0 (-1 picks a free port, for tests).
+	MemcachedPort int
+	// MaxItemSize bounds memcached items (0: memcache.DefaultMaxItemSize).
+	MaxItemSize int
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -84,6 +90,8 @@ type Server struct {
 	clientsMu    sync.Mutex
 	clients      map[int64]*Client
 	listeners    []net.Listener
+	mc           *memcache.Server
+	mcAddr       string
 	stats        stats
 	started      time.Time
 	runID        string
@@ -150,6 +158,22 @@ func (s *Server) Start(cfg Config) error {
 		}
 		s.listeners = append(s.listeners, uln)
 	}
+	if cfg.MemcachedPort != 0 {
+		port := cfg.MemcachedPort
+		if port < 0 {
+			port = 0
+		}
+		s.mc = memcache.New(s.store, memcache.Config{MaxItemSize: cfg.MaxItemSize, Logger: s.log,
+			Journal: s.commitMemcached})
+		mln, err := s.mc.Listen(net.JoinHostPort(cfg.Bind, strconv.Itoa(port)))
+		if err != nil {
+			for _, l := range s.listeners {
+				l.Close()
+			}
+			return fmt.Errorf("memcached port: %w", err)
+		}
+		s.mcAddr = mln.Addr().String()
+	}
 	for _, l := range s.listeners {
 		s.wg.Add(1)
 		go s.acceptLoop(l)
@@ -158,6 +182,9 @@ func (s *Server) Start(cfg Config) error {
 	go s.cron()
 	return nil
 }
+
+// MemcachedAddr is the address of the memcached listener ("" when off).
+func (s *Server) MemcachedAddr() string { return s.mcAddr }
 
 // Addr is the TCP address the server listens on.
 func (s *Server) Addr() string { return s.listeners[0].Addr().String() }
@@ -255,6 +282,9 @@ func (s *Server) Close() error {
 	s.shutdownOnce.Do(func() { close(s.done) })
 	for _, l := range s.listeners {
 		l.Close()
+	}
+	if s.mc != nil {
+		s.mc.Close()
 	}
 	s.clientsMu.Lock()
 	for _, c := range s.clients {

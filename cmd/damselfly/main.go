@@ -45,6 +45,8 @@ type cli struct {
 	Shards        int              `help:"Number of shards (default: GOMAXPROCS)." default:"0" env:"DAMSELFLY_SHARDS"`
 	Dbnum         int              `help:"Number of databases." default:"16" env:"DAMSELFLY_DBNUM"`
 	Unixsocket    string           `help:"Also listen on this Unix socket." env:"DAMSELFLY_UNIXSOCKET"`
+	MemcachedPort int              `name:"memcached_port" help:"TCP port for the Memcached text protocol; 0 = off." default:"0" env:"DAMSELFLY_MEMCACHED_PORT"`
+	MaxItemSize   memory           `name:"max_item_size" help:"Largest memcached item (e.g. 1mb)." default:"1mb" env:"DAMSELFLY_MAX_ITEM_SIZE"`
 	Loglevel      string           `help:"debug, verbose, notice or warning." default:"notice" enum:"debug,verbose,notice,warning" env:"DAMSELFLY_LOGLEVEL"`
 	Version       kong.VersionFlag `help:"Print the version and exit."`
 }
@@ -83,6 +85,7 @@ func main() {
 		Port: c.Port, Bind: c.Bind, RequirePass: c.Requirepass, MaxMemory: int64(c.Maxmemory),
 		Dir: c.Dir, DBFilename: c.Dbfilename, Shards: c.Shards, DBNum: c.Dbnum,
 		UnixSocket: c.Unixsocket, ProtectedMode: c.ProtectedMode, Save: c.Save, Logger: log,
+		MemcachedPort: c.MemcachedPort, MaxItemSize: int(c.MaxItemSize),
 	}
 	srv := server.New(cfg)
 	if err := srv.Start(cfg); err != nil {
@@ -102,6 +105,12 @@ func main() {
 func validate(c *cli) error {
 	if c.Port < 0 || c.Port > 65535 {
 		return fmt.Errorf("--port %d: must be 0..65535", c.Port)
+	}
+	if c.MemcachedPort < 0 || c.MemcachedPort > 65535 {
+		return fmt.Errorf("--memcached_port %d: must be 0..65535", c.MemcachedPort)
+	}
+	if c.MaxItemSize < 1024 || c.MaxItemSize > 1<<30 {
+		return fmt.Errorf("--max_item_size %d: must be 1kb..1gb", c.MaxItemSize)
 	}
 	if c.Dbnum < 1 {
 		return fmt.Errorf("--dbnum %d: must be at least 1", c.Dbnum)

@@ -1,0 +1,197 @@
+package memcache
+
+import (
+	"strconv"
+
+	"github.com/damselflydb/damselfly/shard"
+)
+
+// The memcached keyspace is database 0 of the shared store. Every operation
+// below runs between lock and unlock of the key's shard; a write is
+// committed (journal) before the unlock, so the journal follows the order in
+// which writes were applied.
+
+const db = 0
+
+func (c *conn) lock(key []byte) (*shard.Shard, uint64) {
+	sh, h := c.s.store.ShardOf(key)
+	sh.Lock()
+	return sh, h
+}
+
+// nextCAS advances the shard's CAS counter (shard locked).
+func (c *conn) nextCAS(sh *shard.Shard) uint64 {
+	ctr := &c.s.cas[sh.ID()]
+	ctr.n++
+	return ctr.n
+}
+
+// casOf returns the CAS unique of a string entry, stamping one on an entry
+// that has none yet (written through RESP or loaded from a dump). The
+// stamping rewrites the entry with the same value, expiry and flags; it is
+// not a logical write and is not journalled. e is updated.
+func (c *conn) casOf(sh *shard.Shard, h uint64, e *shard.Entry) uint64 {
+	if e.HasMeta() && e.MCCAS() != 0 {
+		return e.MCCAS()
+	}
+	c.scratch = append(c.scratch[:0], e.Str()...)
+	key := append([]byte(nil), e.Key()...)
+	*e = sh.DB(db).Put(h, key, shard.Value{Type: shard.TypeString, Str: c.scratch, ExpireAt: e.ExpireAt(),
+		MCFlags: e.MCFlags(), MCCAS: c.nextCAS(sh), Meta: true})
+	return e.MCCAS()
+}
+
+// peekCAS is the CAS unique an entry has without stamping one (0 = none).
+func peekCAS(e *shard.Entry) uint64 {
+	if e.HasMeta() {
+		return e.MCCAS()
+	}
+	return 0
+}
+
+// put stores a memcached item with a fresh CAS unique (or cas, when
+// non-zero: ms E) and journals it. val must not view shard memory.
+func (c *conn) put(sh *shard.Shard, h uint64, key, val []byte, flags uint32, exp int64, cas uint64) shard.Entry {
+	if cas == 0 {
+		cas = c.nextCAS(sh)
+	}
+	e := sh.DB(db).Put(h, key, shard.Value{Type: shard.TypeString, Str: val, ExpireAt: exp, MCFlags: flags, MCCAS: cas, Meta: true})
+	c.journalSet(key, val, exp)
+	return e
+}
+
+// remove deletes e and journals DEL.
+func (c *conn) remove(sh *shard.Shard, e *shard.Entry) {
+	c.keyBuf = append(c.keyBuf[:0], e.Key()...)
+	sh.DB(db).Delete(e)
+	c.journal(c.word("DEL"), c.keyBuf)
+}
+
+func (c *conn) word(s string) []byte { return []byte(s) }
+
+func (c *conn) journal(args ...[]byte) {
+	if j := c.s.cfg.Journal; j != nil {
+		j(db, args)
+	}
+}
+
+// journalSet journals SET key val [PXAT exp].
+func (c *conn) journalSet(key, val []byte, exp int64) {
+	if c.s.cfg.Journal == nil {
+		return
+	}
+	if exp > 0 {
+		c.journal(c.word("SET"), key, val, c.word("PXAT"), strconv.AppendInt(c.num[:0], exp, 10))
+		return
+	}
+	c.journal(c.word("SET"), key, val)
+}
+
+// journalExpire journals an expiry change: PEXPIREAT key exp, or PERSIST.
+func (c *conn) journalExpire(key []byte, exp int64) {
+	if c.s.cfg.Journal == nil {
+		return
+	}
+	if exp > 0 {
+		c.journal(c.word("PEXPIREAT"), key, strconv.AppendInt(c.num[:0], exp, 10))
+		return
+	}
+	c.journal(c.word("PERSIST"), key)
+}
+
+// lookup finds a live string item; collections count as misses.
+func lookup(sh *shard.Shard, h uint64, key []byte, now int64) (shard.Entry, bool) {
+	e, ok := sh.Lookup(db, h, key, now)
+	if !ok || e.Type() != shard.TypeString {
+		return shard.Entry{}, false
+	}
+	return e, true
+}
+
+type storeMode uint8
+
+const (
+	modeSet storeMode = iota
+	modeAdd
+	modeReplace
+	modeAppend
+	modePrepend
+	modeCAS
+)
+
+type storeResult uint8
+
+const (
+	stored storeResult = iota
+	notStored
+	exists
+	notFound
+)
+
+// storeReq is one storage operation (classic commands and ms).
+type storeReq struct {
+	mode    storeMode
+	key     []byte
+	val     []byte
+	flags   uint32
+	exp     int64  // deadline (exptimeToDeadline)
+	cas     uint64 // compare with the item's CAS when non-zero (or modeCAS)
+	newCAS  uint64 // ms E: CAS unique to give the item
+	vivify  bool
+	outCAS  uint64 // the item's CAS after the operation
+	outExp  int64
+	outFlag uint32
+}
+
+// store applies a storage operation under the key's shard lock.
+func (c *conn) store(r *storeReq) storeResult {
+	sh, h := c.lock(r.key)
+	defer sh.Unlock()
+	now := nowMs()
+	e, ok := sh.Lookup(db, h, r.key, now)
+	isStr := ok && e.Type() == shard.TypeString
+	if r.mode == modeCAS || r.cas != 0 {
+		if !ok {
+			c.s.stats.casMisses.Add(1)
+			return notFound
+		}
+		if cas := peekCAS(&e); !isStr || cas == 0 || cas != r.cas {
+			c.s.stats.casBadval.Add(1)
+			return exists
+		}
+		c.s.stats.casHits.Add(1)
+	}
+	val, flags, exp := r.val, r.flags, r.exp
+	switch r.mode {
+	case modeAdd:
+		if ok {
+			return notStored
+		}
+	case modeReplace:
+		if !isStr {
+			return notStored
+		}
+	case modeAppend, modePrepend:
+		if !isStr {
+			return notStored
+		}
+		c.scratch = c.scratch[:0]
+		if r.mode == modeAppend {
+			c.scratch = append(append(c.scratch, e.Str()...), r.val...)
+		} else {
+			c.scratch = append(append(c.scratch, r.val...), e.Str()...)
+		}
+		val, flags, exp = c.scratch, e.MCFlags(), e.ExpireAt()
+	}
+	if exp == expNow {
+		if ok {
+			c.remove(sh, &e)
+		}
+		r.outCAS = 0
+		return stored
+	}
+	ne := c.put(sh, h, r.key, val, flags, exp, r.newCAS)
+	r.outCAS, r.outExp, r.outFlag = ne.MCCAS(), ne.ExpireAt(), ne.MCFlags()
+	c.s.stats.totalItems.Add(1)
+	return stored
+}

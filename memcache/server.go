@@ -1,0 +1,199 @@
+// Package memcache is Damselfly's Memcached text-protocol front end. It
+// serves the classic commands (set add replace append prepend cas get gets
+// gat gats touch incr decr delete flush_all stats version verbosity quit)
+// and the meta commands (mg ms md ma mn) over the same keyspace as the
+// Redis front end: a memcached key is the Redis string key of the same name
+// in database 0.
+//
+// Design and invariants:
+//   - One goroutine per connection reads what the client sent, executes
+//     every complete request in order and writes all replies with one write.
+//     The input state machine (conn.go) is resumable: a storage command whose
+//     data block has not fully arrived waits for more input, and the input
+//     buffer grows at most to twice what was received, so a client that
+//     merely announces a large value never makes the server allocate it.
+//     Values over MaxItemSize are refused and their bytes swallowed as they
+//     arrive, never buffered.
+//   - Data is touched only under the key's shard lock. A write is committed
+//     while the lock is held: it is handed to Config.Journal in a RESP form
+//     (SET key value [PXAT ms], DEL key, PEXPIREAT/PERSIST key, FLUSHDB), so
+//     replication and the save schedule see memcached writes in commit order
+//     exactly like RESP writes.
+//   - Items written here carry shard meta (Value.Meta): the 32-bit client
+//     flags (MCFlags) and the CAS unique (MCCAS). CAS uniques come from a
+//     per-shard counter that only grows, so every memcached write gives the
+//     item a new value. An entry written through RESP has no meta (RESP
+//     writes drop it): the first time a CAS unique of such an entry is
+//     needed (gets, gats, mg c, ...) it is stamped with a fresh one from the
+//     counter. A RESP write therefore always yields a different CAS unique
+//     than the one a client saw before, which is what cas needs.
+//   - Collections (lists, hashes...) are not memcached items: reads treat
+//     them as misses and set replaces them, as a Redis SET would.
+package memcache
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/damselflydb/damselfly/shard"
+)
+
+// Version is what the version command and stats report.
+const Version = "1.6.18"
+
+// DefaultMaxItemSize is memcached's default item size limit (-I 1m).
+const DefaultMaxItemSize = 1 << 20
+
+// Config configures a memcached front end.
+type Config struct {
+	// MaxItemSize bounds key plus value plus item overhead, like
+	// memcached's -I; 0 means DefaultMaxItemSize.
+	MaxItemSize int
+	// Journal, when set, receives every committed write in a RESP form, with
+	// its database (always 0), while the shard lock(s) of the write are held.
+	// args are valid only during the call.
+	Journal func(db int, args [][]byte)
+	Logger  *slog.Logger
+}
+
+type stats struct {
+	currConns, totalConns                 atomic.Int64
+	cmdGet, cmdSet, cmdFlush, cmdTouch    atomic.Int64
+	getHits, getMisses, getExpired        atomic.Int64
+	touchHits, touchMisses                atomic.Int64
+	deleteHits, deleteMisses              atomic.Int64
+	incrHits, incrMisses                  atomic.Int64
+	decrHits, decrMisses                  atomic.Int64
+	casHits, casMisses, casBadval         atomic.Int64
+	totalItems                            atomic.Int64
+	bytesRead, bytesWritten               atomic.Int64
+	rejectedConns, connYields, metaCmds   atomic.Int64
+	getFlushed, storeTooLarge, storeNoMem atomic.Int64
+}
+
+// casCounter is one shard's CAS unique source, padded to its own cache line.
+// It is read and advanced only under the shard's lock.
+type casCounter struct {
+	n uint64
+	_ [56]byte
+}
+
+// Server serves the memcached protocol over a store.
+type Server struct {
+	store   *shard.Store
+	cfg     Config
+	log     *slog.Logger
+	cas     []casCounter
+	started time.Time
+	stats   stats
+
+	mu        sync.Mutex
+	listeners []net.Listener
+	conns     map[*conn]struct{}
+	closed    bool
+	flushT    *time.Timer // pending delayed flush_all
+	wg        sync.WaitGroup
+}
+
+// New prepares a memcached front end over store.
+func New(store *shard.Store, cfg Config) *Server {
+	if cfg.MaxItemSize <= 0 {
+		cfg.MaxItemSize = DefaultMaxItemSize
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Server{
+		store:   store,
+		cfg:     cfg,
+		log:     cfg.Logger,
+		cas:     make([]casCounter, len(store.Shards())),
+		started: time.Now(),
+		conns:   map[*conn]struct{}{},
+	}
+}
+
+// Listen opens a TCP listener on addr and serves it in the background.
+func (s *Server) Listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s.Serve(ln)
+	return ln, nil
+}
+
+// Serve accepts connections on ln in the background until Close.
+func (s *Server) Serve(ln net.Listener) {
+	s.mu.Lock()
+	s.listeners = append(s.listeners, ln)
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go s.acceptLoop(ln)
+}
+
+func (s *Server) acceptLoop(ln net.Listener) {
+	defer s.wg.Done()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.log.Warn("memcached accept", "err", err)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		c := newConn(s, nc)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		s.stats.currConns.Add(1)
+		s.stats.totalConns.Add(1)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			c.serve()
+		}()
+	}
+}
+
+func (s *Server) dropConn(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.stats.currConns.Add(-1)
+}
+
+// Close stops listening, disconnects every client and waits for their
+// goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for _, ln := range s.listeners {
+		ln.Close()
+	}
+	for c := range s.conns {
+		c.nc.Close()
+	}
+	if s.flushT != nil {
+		s.flushT.Stop()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+func nowMs() int64 { return time.Now().UnixMilli() }
