@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/damselflydb/damselfly/shard"
-	"github.com/damselflydb/damselfly/shard/types"
 	"github.com/damselflydb/damselfly/snapshot/rdb"
 )
 
@@ -145,54 +144,12 @@ func insert(sh *shard.Shard, e *rdb.Entry) error {
 	if _, dup := d.Find(h, e.Key); dup {
 		return fmt.Errorf("duplicate key %q in DB %d", e.Key, e.DB)
 	}
-	v := shard.Value{ExpireAt: max(e.ExpireAtMs, 0)}
-	lim := &types.DefaultLimits
-	switch e.Type {
-	case rdb.String:
-		v.Type, v.Str = shard.TypeString, e.String
-	case rdb.List:
-		if len(e.List) == 0 {
-			return nil
-		}
-		l := types.NewList()
-		l.PushBack(lim, e.List...)
-		v.Type, v.Obj = shard.TypeList, l
-	case rdb.Set:
-		if len(e.Set) == 0 {
-			return nil
-		}
-		s := types.NewSetSized(e.Set[0], len(e.Set), lim)
-		for _, m := range e.Set {
-			s.Add(m, lim)
-		}
-		v.Type, v.Obj = shard.TypeSet, s
-	case rdb.Hash:
-		if len(e.Hash) == 0 {
-			return nil
-		}
-		hs := types.NewHashSized(len(e.Hash), lim)
-		for _, fv := range e.Hash {
-			hs.Set(fv[0], fv[1], lim)
-		}
-		v.Type, v.Obj = shard.TypeHash, hs
-	case rdb.ZSet:
-		if len(e.ZSet) == 0 {
-			return nil
-		}
-		maxLen := 0
-		for _, m := range e.ZSet {
-			maxLen = max(maxLen, len(m.Member))
-		}
-		z := types.NewZSetSized(len(e.ZSet), maxLen, lim)
-		for _, m := range e.ZSet {
-			if _, _, err := z.Add(m.Member, m.Score, 0, lim); err != nil {
-				return fmt.Errorf("key %q (DB %d): member %q: %v", e.Key, e.DB, m.Member, err)
-			}
-		}
-		v.Type, v.Obj = shard.TypeZSet, z
-	default:
-		return fmt.Errorf("key %q (DB %d): unsupported type %v", e.Key, e.DB, e.Type)
+	v, err := Value(e)
+	if err != nil {
+		return fmt.Errorf("key %q (DB %d): %w", e.Key, e.DB, err)
 	}
-	d.Put(h, e.Key, v)
+	if v.Type == shard.TypeString || v.Obj != nil {
+		d.Put(h, e.Key, v)
+	}
 	return nil
 }

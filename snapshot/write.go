@@ -58,6 +58,15 @@ type Options struct {
 	// returns, so OnCut may fill in values of its elements.
 	OnCut func()
 	Aux   []rdb.Aux // optional extra aux fields
+	// Progress, when set, is updated while Write runs (INFO persistence).
+	Progress *Progress
+}
+
+// Progress is a running Write's progress.
+type Progress struct {
+	KeysTotal atomic.Int64 // keys at the cut (expired ones included)
+	Keys      atomic.Int64 // keys encoded so far
+	Bytes     atomic.Int64 // bytes written so far
 }
 
 // Stats describe a finished Write or Load.
@@ -87,7 +96,7 @@ type run struct {
 	once    sync.Once
 	errMu   sync.Mutex
 	err     error
-	keys    atomic.Int64
+	keys    *atomic.Int64
 }
 
 func (r *run) fail(err error) {
@@ -124,12 +133,18 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 	}
 	defer st.ReleaseSnapshot()
 	start := time.Now()
-	cw := &countingWriter{w: w}
+	prog := opt.Progress
+	if prog == nil {
+		prog = new(Progress)
+	}
+	prog.Keys.Store(0)
+	prog.Bytes.Store(0)
+	cw := &countingWriter{w: w, n: &prog.Bytes}
 	out := rdb.NewWriter(cw, opt.Version)
 	if err := out.Err(); err != nil {
 		return Stats{}, err
 	}
-	r := &run{version: out.Version(), queue: make(chan chunk, queueLen), abort: make(chan struct{}), free: make(chan []byte, queueLen)}
+	r := &run{version: out.Version(), queue: make(chan chunk, queueLen), abort: make(chan struct{}), free: make(chan []byte, queueLen), keys: &prog.Keys}
 	shards := st.Shards()
 	sers := make([]*serializer, len(shards))
 	keys := make([]uint64, st.DBNum())
@@ -153,6 +168,11 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 			}
 		}
 	}
+	var total uint64
+	for _, k := range keys {
+		total += k
+	}
+	prog.KeysTotal.Store(int64(total))
 	if opt.OnCut != nil {
 		opt.OnCut()
 	}
@@ -206,17 +226,17 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 	if err := out.Close(); err != nil {
 		return Stats{}, err
 	}
-	return Stats{Keys: r.keys.Load(), Bytes: cw.n, Duration: time.Since(start)}, nil
+	return Stats{Keys: r.keys.Load(), Bytes: cw.n.Load(), Duration: time.Since(start)}, nil
 }
 
 type countingWriter struct {
 	w io.Writer
-	n int64
+	n *atomic.Int64
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
-	c.n += int64(n)
+	c.n.Add(int64(n))
 	return n, err
 }
 
