@@ -40,10 +40,12 @@ type SnapshotSink interface {
 	// (the index at the cut). The entry (its bytes and object) is valid only
 	// during the call and must not be changed: copy or encode it.
 	Entry(db int, e *Entry)
-	// Captured is called after the pre-change hook captured a bucket, before
-	// the write that triggered it goes on. The sink may block here to bound
-	// its memory, but must not lock any shard.
-	Captured()
+	// AfterHook is called after every run of the pre-change hook (captured
+	// tells whether it captured a bucket), before the write that triggered
+	// it goes on. The sink may call Traverse here (so writers help the
+	// snapshot along) and may block to bound its memory, but must not lock
+	// any shard.
+	AfterHook(captured bool)
 }
 
 // Snapshot is a snapshot running on one shard.
@@ -70,9 +72,7 @@ func (sh *Shard) StartSnapshot(sink SnapshotSink) *Snapshot {
 		d.main.SetVersion(s.version)
 		d.expires.SetVersion(s.version)
 		d.main.OnBeforeChange(func(b dash.Bucket) {
-			if s.capture(i, d, b) {
-				sink.Captured()
-			}
+			sink.AfterHook(s.capture(i, d, b))
 		})
 	}
 	sh.snap = s
@@ -91,7 +91,10 @@ func (s *Snapshot) Size(db int) (keys, expires int) {
 // Traverse captures the not yet captured buckets of the next small batch of
 // database db's buckets from cursor (0 to start) and returns the cursor to
 // continue from, 0 when the database is done. The shard must be locked; take
-// the lock per call so writers interleave.
+// the lock per call so writers interleave. It may also be called from
+// AfterHook: every table is in a consistent state whenever its hook runs
+// (dash calls hooks before it changes anything), and Traverse only reads
+// entries and raises bucket versions.
 func (s *Snapshot) Traverse(db int, cursor uint64) uint64 {
 	d := s.dbs[db]
 	if d == nil {
