@@ -171,6 +171,15 @@ func (c *Client) execute(args [][]byte) {
 		c.err("NOAUTH Authentication required.")
 		return
 	}
+	if c.srv.shutdownRefused(c) {
+		// Shutting down: this connection is being closed; never reply.
+		c.closed.Store(true)
+		return
+	}
+	if (cmd.write || cmd.name == "ping") && c.srv.persist.lastErr.Load() && c.srv.writesDenied() {
+		c.err(misconfErr)
+		return
+	}
 	c.srv.stats.commands.Add(1)
 	c.lastCmd.Store(cmd)
 	defer func() {

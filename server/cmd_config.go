@@ -114,6 +114,16 @@ func configParams() map[string]configParam {
 				return nil
 			},
 		},
+		"stop-writes-on-bgsave-error": {
+			get: func(s *Server) string { return yesNo(s.persist.stopWritesOnEr.Load()) },
+			set: func(s *Server, v string) error {
+				b, err := parseYesNo(v)
+				if err == nil {
+					s.persist.stopWritesOnEr.Store(b)
+				}
+				return err
+			},
+		},
 		"appendonly":       {get: func(s *Server) string { return "no" }},
 		"maxmemory-policy": {get: func(s *Server) string { return "noeviction" }},
 		"timeout":          {get: func(s *Server) string { return "0" }},

@@ -28,7 +28,6 @@ func registerServer(reg registrar) {
 	reg("debug", -2, "admin", 0, 0, 0, "server", cmdDebug)
 	reg("memory", -2, "readonly", 0, 0, 0, "server", cmdMemory)
 	reg("object", -2, "readonly", 2, 2, 1, "generic", cmdObject)
-	reg("lastsave", 1, "fast", 0, 0, 0, "server", func(c *Client, a [][]byte) { c.int(c.srv.lastSave()) })
 }
 
 func randUint64() uint64 {
@@ -38,9 +37,6 @@ func randUint64() uint64 {
 }
 
 func (s *Server) role() string { return "master" }
-
-// lastSave is the unix time of the last successful save (start time until then).
-func (s *Server) lastSave() int64 { return s.started.Unix() }
 
 // dbSize counts the keys of database db over all shards.
 func (s *Server) dbSize(db int) int64 {
@@ -141,18 +137,6 @@ func cmdTime(c *Client, args [][]byte) {
 	c.bulkString(strconv.FormatInt(int64(t.Nanosecond()/1000), 10))
 }
 
-func cmdShutdown(c *Client, args [][]byte) {
-	for _, a := range args[1:] {
-		if !eq(a, "nosave") && !eq(a, "save") && !eq(a, "now") && !eq(a, "force") && !eq(a, "abort") {
-			c.errSyntax()
-			return
-		}
-	}
-	c.srv.log.Info("shutdown requested by client", "client", c.id)
-	c.srv.requestShutdown()
-	c.quit = true // Redis closes the connection without a reply on success
-}
-
 // objectEncoding names a value's encoding as OBJECT ENCODING does.
 func objectEncoding(e *shard.Entry) string {
 	if e.Type() == shard.TypeString {
@@ -238,6 +222,8 @@ func cmdDebug(c *Client, args [][]byte) {
 	switch lower(args[1]) {
 	case "populate":
 		debugPopulate(c, args)
+	case "reload":
+		debugReload(c, args)
 	case "sleep":
 		if len(args) != 3 {
 			c.errSyntax()
@@ -254,7 +240,7 @@ func cmdDebug(c *Client, args [][]byte) {
 		c.ok()
 	case "help":
 		c.array(1)
-		c.simple("DEBUG <subcommand> [<arg> ...]. Subcommands are: POPULATE <count> [<prefix>] [<size>], SLEEP <seconds>, HELP.")
+		c.simple("DEBUG <subcommand> [<arg> ...]. Subcommands are: POPULATE <count> [<prefix>] [<size>], RELOAD [NOSAVE], SLEEP <seconds>, HELP.")
 	default:
 		c.err("ERR unknown subcommand '" + sanitize(args[1], 128) + "'. Try DEBUG HELP.")
 	}
@@ -531,10 +517,7 @@ func (s *Server) infoText(sections map[string]bool) string {
 	}
 	if want("persistence") {
 		section("Persistence")
-		field("loading", 0)
-		field("rdb_changes_since_last_save", 0)
-		field("rdb_bgsave_in_progress", 0)
-		field("rdb_last_save_time", s.lastSave())
+		s.infoPersistence(field)
 	}
 	if want("stats") {
 		section("Stats")

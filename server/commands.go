@@ -39,6 +39,8 @@ func commandTable() map[string]*command {
 	registerServer(reg)
 	registerStrings(reg)
 	registerKeys(reg)
+	registerPersistence(reg)
+	registerDump(reg)
 	return t
 }
 

@@ -102,6 +102,8 @@ type Server struct {
 	// with its database, while the writer holds its shard locks.
 	journal func(db int, args [][]byte)
 
+	persist persistence
+
 	shutdownOnce sync.Once
 	done         chan struct{}
 	wg           sync.WaitGroup
@@ -132,6 +134,7 @@ func New(cfg Config) *Server {
 	s.cfg.protoMaxBulkLen.Store(defaultMaxBulkBytes)
 	s.cfg.protectedMode.Store(cfg.ProtectedMode)
 	s.cfg.params = map[string]string{}
+	s.persist.init(s.started)
 	s.cmds = commandTable()
 	s.configParams = configParams()
 	return s
@@ -207,6 +210,10 @@ func (s *Server) acceptLoop(l net.Listener) {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
+		if s.persist.shutting.Load() {
+			nc.Close()
+			continue
+		}
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 			if s.deniedByProtectedMode(tc) {
@@ -259,6 +266,7 @@ func (s *Server) cron() {
 			return
 		case <-t.C:
 		}
+		s.saveCron()
 		deadline := time.Now().Add(5 * time.Millisecond)
 		for _, sh := range s.store.Shards() {
 			for time.Now().Before(deadline) {
@@ -301,10 +309,14 @@ func (s *Server) requestShutdown() {
 	s.shutdownOnce.Do(func() { close(s.done) })
 }
 
-// Run serves until ctx is done or SHUTDOWN is received.
+// Run serves until SHUTDOWN is received or ctx is done; then it shuts down
+// as on SIGTERM (saving when a schedule is configured) and closes.
 func (s *Server) Run(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
+		if err := s.Shutdown(); err != nil {
+			return err
+		}
 	case <-s.done:
 	}
 	return s.Close()

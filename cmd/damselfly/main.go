@@ -3,14 +3,17 @@
 package main
 
 import (
-	"context"
+	"bufio"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/alecthomas/kong"
 
@@ -49,6 +52,7 @@ type cli struct {
 	MaxItemSize   memory           `name:"max_item_size" help:"Largest memcached item (e.g. 1mb)." default:"1mb" env:"DAMSELFLY_MAX_ITEM_SIZE"`
 	Loglevel      string           `help:"debug, verbose, notice or warning." default:"notice" enum:"debug,verbose,notice,warning" env:"DAMSELFLY_LOGLEVEL"`
 	Version       kong.VersionFlag `help:"Print the version and exit."`
+	Healthcheck   bool             `help:"Send PING to the server on 127.0.0.1:--port and exit 0 on PONG (for container health checks)."`
 }
 
 func main() {
@@ -77,6 +81,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "damselfly:", err)
 		os.Exit(2)
 	}
+	if c.Healthcheck {
+		os.Exit(healthcheck(c.Port, c.Requirepass))
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(c.Loglevel)}))
 	if c.Shards <= 0 {
 		c.Shards = runtime.GOMAXPROCS(0)
@@ -88,18 +95,65 @@ func main() {
 		MemcachedPort: c.MemcachedPort, MaxItemSize: int(c.MaxItemSize),
 	}
 	srv := server.New(cfg)
+	// A dump that exists but cannot be read stops us here: starting empty
+	// would later save an empty dataset over it.
+	if err := srv.LoadDump(); err != nil {
+		log.Error("cannot load the dump; refusing to start (fix or move the file)", "err", err)
+		fmt.Fprintln(os.Stderr, "damselfly: cannot load the dump:", err)
+		os.Exit(1)
+	}
 	if err := srv.Start(cfg); err != nil {
 		log.Error("cannot start", "err", err)
 		os.Exit(1)
 	}
 	log.Info("damselfly ready", "version", server.Version, "addr", srv.Addr(), "shards", c.Shards, "pid", os.Getpid())
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := srv.Run(ctx); err != nil {
-		log.Error("stopped with error", "err", err)
-		os.Exit(1)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	for {
+		select {
+		case sig := <-sigs:
+			// Like Redis: disconnect clients, save when a schedule is
+			// configured, exit; if the save fails, keep running.
+			log.Info("received signal, shutting down", "signal", sig.String())
+			if err := srv.Shutdown(); err != nil {
+				log.Error("cannot save the dataset; not exiting (send SIGKILL or SHUTDOWN NOSAVE to stop anyway)", "err", err)
+				continue
+			}
+		case <-srv.Done():
+		}
+		break
 	}
+	srv.Close()
 	log.Info("damselfly stopped")
+}
+
+// healthcheck sends PING to the local server and reports 0 on PONG.
+func healthcheck(port int, pass string) int {
+	nc, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 2*time.Second)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "damselfly healthcheck:", err)
+		return 1
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(3 * time.Second))
+	r := bufio.NewReader(nc)
+	if pass != "" {
+		fmt.Fprintf(nc, "*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n", len(pass), pass)
+		if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "+OK") {
+			fmt.Fprintln(os.Stderr, "damselfly healthcheck: AUTH:", strings.TrimSpace(line), err)
+			return 1
+		}
+	}
+	if _, err := nc.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+		fmt.Fprintln(os.Stderr, "damselfly healthcheck:", err)
+		return 1
+	}
+	line, err := r.ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "+PONG" {
+		fmt.Fprintln(os.Stderr, "damselfly healthcheck: unexpected reply:", strings.TrimSpace(line), err)
+		return 1
+	}
+	return 0
 }
 
 func validate(c *cli) error {

@@ -1,0 +1,99 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/damselflydb/damselfly/shard"
+	"github.com/damselflydb/damselfly/shard/types"
+	"github.com/damselflydb/damselfly/snapshot/rdb"
+)
+
+// ErrUnsupported is returned for values Damselfly cannot hold (streams,
+// hash fields with their own TTL).
+var ErrUnsupported = errors.New("value type not supported by Damselfly")
+
+// Value converts a decoded RDB value into what a shard stores (its expiry
+// included). An empty collection gives a Value with a nil Obj: store
+// nothing (Redis never keeps empty collections).
+func Value(e *rdb.Entry) (shard.Value, error) {
+	v := shard.Value{ExpireAt: max(e.ExpireAtMs, 0)}
+	lim := &types.DefaultLimits
+	switch e.Type {
+	case rdb.String:
+		v.Type, v.Str = shard.TypeString, e.String
+	case rdb.List:
+		v.Type = shard.TypeList
+		if len(e.List) > 0 {
+			l := types.NewList()
+			l.PushBack(lim, e.List...)
+			v.Obj = l
+		}
+	case rdb.Set:
+		v.Type = shard.TypeSet
+		if len(e.Set) > 0 {
+			s := types.NewSetSized(e.Set[0], len(e.Set), lim)
+			for _, m := range e.Set {
+				s.Add(m, lim)
+			}
+			v.Obj = s
+		}
+	case rdb.Hash:
+		if e.HashFieldExpireAtMs != nil {
+			return v, fmt.Errorf("hash with per-field TTLs: %w", ErrUnsupported)
+		}
+		v.Type = shard.TypeHash
+		if len(e.Hash) > 0 {
+			h := types.NewHashSized(len(e.Hash), lim)
+			for _, fv := range e.Hash {
+				h.Set(fv[0], fv[1], lim)
+			}
+			v.Obj = h
+		}
+	case rdb.ZSet:
+		v.Type = shard.TypeZSet
+		if len(e.ZSet) > 0 {
+			maxLen := 0
+			for _, m := range e.ZSet {
+				maxLen = max(maxLen, len(m.Member))
+			}
+			z := types.NewZSetSized(len(e.ZSet), maxLen, lim)
+			for _, m := range e.ZSet {
+				if _, _, err := z.Add(m.Member, m.Score, 0, lim); err != nil {
+					return v, fmt.Errorf("member %q: %v", m.Member, err)
+				}
+			}
+			v.Obj = z
+		}
+	default:
+		return v, fmt.Errorf("%v: %w", e.Type, ErrUnsupported)
+	}
+	return v, nil
+}
+
+// Dump returns the DUMP payload (Redis's format, RDB 10) of an entry; call
+// it under the entry's shard lock.
+func Dump(e *shard.Entry) ([]byte, error) {
+	var d rdb.Dumper
+	switch e.Type() {
+	case shard.TypeString:
+		return d.String(e.Str())
+	case shard.TypeList:
+		if l, ok := e.Obj().(*types.List); ok {
+			return d.List(l.Len(), func(yield func([]byte) bool) { l.Iterate(yield) })
+		}
+	case shard.TypeSet:
+		if m, ok := e.Obj().(*types.Set); ok {
+			return d.Set(m.Len(), func(yield func([]byte) bool) { m.Iterate(yield) })
+		}
+	case shard.TypeHash:
+		if h, ok := e.Obj().(*types.Hash); ok {
+			return d.Hash(h.Len(), func(yield func([]byte, []byte) bool) { h.Iterate(yield) })
+		}
+	case shard.TypeZSet:
+		if z, ok := e.Obj().(*types.ZSet); ok {
+			return d.ZSet(z.Len(), func(yield func([]byte, float64) bool) { z.Iterate(yield) })
+		}
+	}
+	return nil, errUnknownObject
+}
