@@ -39,22 +39,25 @@ const (
 	low = 0x7f7f7f7f7f7f7f7f
 )
 
-// bucket is 56 bytes: 8 fingerprints packed in one word (SWAR match), a
-// version, 8 refs and four bytes of metadata. It holds no pointers.
+// bucket is 48 bytes: 8 fingerprints packed in one word (SWAR match), four
+// bytes of metadata and 8 refs; everything a lookup reads lies in its first
+// 44 bytes. It holds no pointers. Bucket versions live in a separate array of
+// the segment: only snapshots and mutations read them.
 type bucket struct {
 	fps     uint64                 // byte k = fingerprint of slot k
-	version uint64                 // snapshot version (see OnBeforeChange)
-	refs    [slotsPerBucket]uint32 // caller references
 	occ     uint8                  // bit k set: slot k occupied
 	probe   uint8                  // bit k set: slot k's entry is not in its home bucket
 	ovf     uint8                  // regular buckets: entries homed here that live in the stash
 	stashes uint8                  // regular buckets: bit i set: stash bucket i may hold such entries
+	refs    [slotsPerBucket]uint32 // caller references
 }
 
-// segment is one allocation of 72*56+8 = 4040 bytes (Go's 4096-byte size class).
+// segment is one allocation of 72*48+72*8+8 = 4040 bytes (Go's 4096-byte
+// size class, so nothing is wasted).
 type segment struct {
-	buckets [nBuckets]bucket
-	depth   uint8 // local depth
+	buckets  [nBuckets]bucket
+	versions [nBuckets]uint64 // snapshot version of each bucket (see OnBeforeChange)
+	depth    uint8            // local depth
 }
 
 const segmentSize = int(unsafe.Sizeof(segment{}))
@@ -130,8 +133,8 @@ func New(keys Keys, hash func(key []byte) uint64) *Table {
 
 func (t *Table) reset() {
 	s := new(segment)
-	for i := range s.buckets {
-		s.buckets[i].version = t.version
+	for i := range s.versions {
+		s.versions[i] = t.version
 	}
 	t.dir = []*segment{s}
 	t.depth, t.shift = 0, 64
@@ -197,19 +200,19 @@ func (t *Table) Ref(p Pos) Ref { return p.s.buckets[p.b].refs[p.slot] }
 // key. The hook sees the bucket first.
 func (t *Table) Replace(p Pos, ref Ref) {
 	b := &p.s.buckets[p.b]
-	t.before(b)
+	t.before(p.s, uint(p.b))
 	b.refs[p.slot] = ref
-	t.stamp(b)
+	t.stamp(p.s, uint(p.b))
 }
 
 // Remove deletes the entry at p.
 func (t *Table) Remove(p Pos) {
 	b := &p.s.buckets[p.b]
-	t.before(b)
+	t.before(p.s, uint(p.b))
 	bit := uint8(1) << p.slot
 	b.occ &^= bit
 	b.probe &^= bit
-	t.stamp(b)
+	t.stamp(p.s, uint(p.b))
 	if p.b >= nRegular {
 		hb := &p.s.buckets[p.home]
 		hb.ovf--
@@ -239,18 +242,18 @@ func (t *Table) insertSeg(s *segment, h uint64, ref Ref) (Pos, bool) {
 	b := &s.buckets[home]
 	if !b.full() {
 		k := b.free()
-		t.before(b)
+		t.before(s, home)
 		b.put(k, fp, ref, false)
-		t.stamp(b)
+		t.stamp(s, home)
 		return Pos{s, uint8(home), uint8(k), uint8(home)}, true
 	}
 	n := neighbour(home)
 	nb := &s.buckets[n]
 	if !nb.full() {
 		k := nb.free()
-		t.before(nb)
+		t.before(s, n)
 		nb.put(k, fp, ref, true)
-		t.stamp(nb)
+		t.stamp(s, n)
 		return Pos{s, uint8(n), uint8(k), uint8(home)}, true
 	}
 	// Displacement: move an entry living in its own home bucket n forward
@@ -260,12 +263,12 @@ func (t *Table) insertSeg(s *segment, h uint64, ref Ref) (Pos, bool) {
 		if own := ^nb.probe; !nn.full() && own != 0 {
 			k := uint(bits.TrailingZeros8(own))
 			k2 := nn.free()
-			t.before(nb)
-			t.before(nn)
+			t.before(s, n)
+			t.before(s, n+1)
 			nn.put(k2, nb.fp(k), nb.refs[k], true)
 			nb.put(k, fp, ref, true)
-			t.stamp(nn)
-			t.stamp(nb)
+			t.stamp(s, n+1)
+			t.stamp(s, n)
 			return Pos{s, uint8(n), uint8(k), uint8(home)}, true
 		}
 	}
@@ -277,9 +280,9 @@ func (t *Table) insertSeg(s *segment, h uint64, ref Ref) (Pos, bool) {
 			continue
 		}
 		k := sb.free()
-		t.before(sb)
+		t.before(s, nRegular+si)
 		sb.put(k, fp, ref, true)
-		t.stamp(sb)
+		t.stamp(s, nRegular+si)
 		b.ovf++
 		b.stashes |= 1 << si
 		return Pos{s, uint8(nRegular + si), uint8(k), uint8(home)}, true
@@ -296,7 +299,7 @@ func (t *Table) Clear() {
 		t.forEachSegment(func(s *segment) {
 			for i := range s.buckets {
 				if s.buckets[i].occ != 0 {
-					t.hook(Bucket{&s.buckets[i]})
+					t.hook(Bucket{s, uint8(i)})
 				}
 			}
 		})
@@ -304,17 +307,17 @@ func (t *Table) Clear() {
 	t.reset()
 }
 
-// before calls the hook with b before b changes.
-func (t *Table) before(b *bucket) {
+// before calls the hook with bucket i of s before it changes.
+func (t *Table) before(s *segment, i uint) {
 	if t.hook != nil {
-		t.hook(Bucket{b})
+		t.hook(Bucket{s, uint8(i)})
 	}
 }
 
-// stamp raises b's version to the table version after a change.
-func (t *Table) stamp(b *bucket) {
-	if b.version < t.version {
-		b.version = t.version
+// stamp raises the version of bucket i of s to the table version after a change.
+func (t *Table) stamp(s *segment, i uint) {
+	if v := &s.versions[i]; *v < t.version {
+		*v = t.version
 	}
 }
 
@@ -354,7 +357,7 @@ func (t *Table) split(idx uint64) {
 	}
 	if t.hook != nil {
 		for i := range s.buckets {
-			t.hook(Bucket{&s.buckets[i]})
+			t.hook(Bucket{s, uint8(i)})
 		}
 	}
 	d := uint(s.depth)
@@ -370,7 +373,7 @@ func (t *Table) split(idx uint64) {
 	}
 	for j := range s.buckets {
 		b := &s.buckets[j]
-		ver = max(ver, b.version)
+		ver = max(ver, s.versions[j])
 		for m := b.occ; m != 0; m &= m - 1 {
 			k := uint(bits.TrailingZeros8(m))
 			h := t.hash(t.keys.Key(b.refs[k]))
@@ -389,8 +392,8 @@ func (t *Table) split(idx uint64) {
 		}
 	}
 	for j := range s.buckets {
-		s.buckets[j].version = ver
-		ns.buckets[j].version = ver
+		s.versions[j] = ver
+		ns.versions[j] = ver
 	}
 	span := uint64(1) << (t.depth - d)
 	start := idx &^ (span - 1)

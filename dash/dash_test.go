@@ -212,7 +212,7 @@ func TestSegmentSize(t *testing.T) {
 	if segmentSize > 4096 {
 		t.Fatalf("segment is %d bytes, want <= 4096", segmentSize)
 	}
-	if unsafe.Sizeof(bucket{}) != 56 {
+	if unsafe.Sizeof(bucket{}) != 48 {
 		t.Fatalf("bucket is %d bytes", unsafe.Sizeof(bucket{}))
 	}
 }
@@ -471,8 +471,9 @@ func refsOf(bk *bucket) contents {
 }
 
 func (c *hookChecker) hook(bk Bucket) {
-	if _, ok := c.reported[bk.b]; !ok {
-		c.reported[bk.b] = refsOf(bk.b)
+	bp := &bk.s.buckets[bk.i]
+	if _, ok := c.reported[bp]; !ok {
+		c.reported[bp] = refsOf(bp)
 	}
 	bk.Refs(func(r Ref) { c.captured[r] = true })
 	bk.SetVersion(c.tab.Version())
@@ -507,14 +508,14 @@ func (c *hookChecker) verify(op string, inserted Ref) {
 					c.t.Fatalf("%s: hook saw %v, bucket was %v", op, rep, old)
 				}
 			} else {
-				Bucket{bk}.Refs(func(r Ref) {
+				Bucket{s, uint8(j)}.Refs(func(r Ref) {
 					if r != inserted && !c.captured[r] {
 						c.t.Fatalf("%s: new bucket holds ref %d never reported", op, r)
 					}
 				})
 			}
-			if bk.version < ver {
-				c.t.Fatalf("%s: changed bucket version %d < %d", op, bk.version, ver)
+			if s.versions[j] < ver {
+				c.t.Fatalf("%s: changed bucket version %d < %d", op, s.versions[j], ver)
 			}
 		}
 	})
@@ -596,8 +597,8 @@ func TestSplitVersions(t *testing.T) {
 	}
 	h.tab.forEachSegment(func(s *segment) {
 		for j := range s.buckets {
-			if s.buckets[j].version != 7 {
-				t.Fatalf("bucket version %d after split, want 7", s.buckets[j].version)
+			if s.versions[j] != 7 {
+				t.Fatalf("bucket version %d after split, want 7", s.versions[j])
 			}
 		}
 	})

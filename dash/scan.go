@@ -5,21 +5,25 @@ import "math/bits"
 // Bucket is a handle on one bucket, handed to OnBeforeChange hooks and
 // TraverseBuckets callbacks. It is valid only during the call that hands it
 // out.
-type Bucket struct{ b *bucket }
+type Bucket struct {
+	s *segment
+	i uint8
+}
 
 // Version returns the bucket's version.
-func (b Bucket) Version() uint64 { return b.b.version }
+func (b Bucket) Version() uint64 { return b.s.versions[b.i] }
 
 // SetVersion sets the bucket's version.
-func (b Bucket) SetVersion(v uint64) { b.b.version = v }
+func (b Bucket) SetVersion(v uint64) { b.s.versions[b.i] = v }
 
 // Len returns the number of entries in the bucket.
-func (b Bucket) Len() int { return bits.OnesCount8(b.b.occ) }
+func (b Bucket) Len() int { return bits.OnesCount8(b.s.buckets[b.i].occ) }
 
 // Refs calls fn with every entry currently in the bucket.
 func (b Bucket) Refs(fn func(ref Ref)) {
-	for m := b.b.occ; m != 0; m &= m - 1 {
-		fn(b.b.refs[bits.TrailingZeros8(m)])
+	bk := &b.s.buckets[b.i]
+	for m := bk.occ; m != 0; m &= m - 1 {
+		fn(bk.refs[bits.TrailingZeros8(m)])
 	}
 }
 
@@ -41,8 +45,9 @@ func (t *Table) SetVersion(v uint64) { t.version = v }
 // Version returns the table version.
 func (t *Table) Version() uint64 { return t.version }
 
-// Cursors. A cursor is (p << 8) | b where p is a 56-bit position in hash
-// space (the top 56 bits of a hash) identifying the segment that covers it
+// Cursors. A cursor is (p << 8) | b where p is a 48-bit position in hash
+// space (the top 48 bits of a hash; the directory never gets deeper than 32
+// bits) identifying the segment that covers it
 // and b is a bucket index inside that segment (regular buckets, then stash
 // buckets). Segments only ever split, so a segment's start stays a segment
 // boundary forever, and a split keeps every entry at the same bucket index
@@ -51,7 +56,7 @@ func (t *Table) Version() uint64 { return t.version }
 // visits every entry that was at an index >= b, and later segments are
 // visited whole. See doc.go.
 const (
-	cursorBits = 56
+	cursorBits = 48 // cursors stay below 2^56, leaving callers 8 bits (the server's SCAN keeps its shard there)
 	scanBatch  = 16 // Scan stops after at least this many entries
 	travBatch  = 8  // TraverseBuckets hands out this many buckets per call
 )
@@ -59,7 +64,7 @@ const (
 // locate decodes a cursor into the segment covering it, the segment's number
 // at its local depth, and the bucket index to resume at.
 func (t *Table) locate(cursor uint64) (s *segment, q uint64, b int) {
-	p := cursor >> 8
+	p := cursor >> 8 & (1<<cursorBits - 1) // bits above are not ours: ignore them
 	b = min(int(cursor&0xff), nBuckets)
 	s = t.dir[p>>(cursorBits-t.depth)]
 	q = p >> (cursorBits - uint(s.depth))
@@ -107,7 +112,7 @@ func (t *Table) Scan(cursor uint64, fn func(ref Ref)) uint64 {
 func (t *Table) TraverseBuckets(cursor uint64, fn func(b Bucket)) uint64 {
 	s, q, b := t.locate(cursor)
 	for end := min(b+travBatch, nBuckets); b < end; b++ {
-		fn(Bucket{&s.buckets[b]})
+		fn(Bucket{s, uint8(b)})
 	}
 	return cursorAt(q, s.depth, b)
 }
