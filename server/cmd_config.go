@@ -114,9 +114,10 @@ func configParams() map[string]configParam {
 				return nil
 			},
 		},
-		"appendonly":       {get: func(s *Server) string { return "no" }},
-		"maxmemory-policy": {get: func(s *Server) string { return "noeviction" }},
-		"timeout":          {get: func(s *Server) string { return "0" }},
+		"client-output-buffer-limit": outLimitParam(),
+		"appendonly":                 {get: func(s *Server) string { return "no" }},
+		"maxmemory-policy":           {get: func(s *Server) string { return "noeviction" }},
+		"timeout":                    {get: func(s *Server) string { return "0" }},
 	}
 }
 

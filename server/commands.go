@@ -39,6 +39,9 @@ func commandTable() map[string]*command {
 	registerServer(reg)
 	registerStrings(reg)
 	registerKeys(reg)
+	registerPubSub(reg)
+	registerMulti(reg)
+	registerScripting(reg)
 	return t
 }
 

@@ -94,6 +94,10 @@ type Server struct {
 	// with its database, while the writer holds its shard locks.
 	journal func(db int, args [][]byte)
 
+	pubsub    *pubsubRegistry
+	outLimits atomic.Pointer[outLimits] // client-output-buffer-limit
+	scripts   *scriptCache
+
 	shutdownOnce sync.Once
 	done         chan struct{}
 	wg           sync.WaitGroup
@@ -124,6 +128,10 @@ func New(cfg Config) *Server {
 	s.cfg.protoMaxBulkLen.Store(defaultMaxBulkBytes)
 	s.cfg.protectedMode.Store(cfg.ProtectedMode)
 	s.cfg.params = map[string]string{}
+	s.pubsub = newPubSubRegistry()
+	s.scripts = newScriptCache()
+	lim := defaultOutLimits
+	s.outLimits.Store(&lim)
 	s.cmds = commandTable()
 	s.configParams = configParams()
 	return s

@@ -19,6 +19,7 @@ type Shard struct {
 
 	expiredKeys int64  // stats: keys removed by expiry
 	dirty       uint64 // changes made through this shard; see Dirty
+	watch       watchers
 }
 
 // Dirty counts every change made to the shard's data (like Redis's
@@ -41,6 +42,7 @@ func (sh *Shard) DB(i int) *DB {
 	d := sh.dbs[i]
 	if d == nil {
 		d = newDB(&sh.dirty)
+		d.idx, d.watch = i, &sh.watch
 		sh.dbs[i] = d
 	}
 	return d
@@ -86,6 +88,7 @@ func (sh *Shard) FlushDB(db int, async bool) {
 	if d == nil {
 		return
 	}
+	sh.watchEmptied(db, d, nil)
 	sh.dbs[db] = nil
 	sh.dirty++
 	if async {
@@ -97,7 +100,15 @@ func (sh *Shard) FlushDB(db int, async bool) {
 
 // SwapDB exchanges databases a and b.
 func (sh *Shard) SwapDB(a, b int) {
+	sh.watchEmptied(a, sh.dbs[a], sh.dbs[b])
+	sh.watchEmptied(b, sh.dbs[b], sh.dbs[a])
 	sh.dbs[a], sh.dbs[b] = sh.dbs[b], sh.dbs[a]
+	if sh.dbs[a] != nil {
+		sh.dbs[a].idx = a
+	}
+	if sh.dbs[b] != nil {
+		sh.dbs[b].idx = b
+	}
 	sh.dirty++
 }
 
