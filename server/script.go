@@ -52,6 +52,7 @@ type scriptCache struct {
 
 	vmMu sync.Mutex // the VM; taken after the shard locks
 	vm   *lua.LState
+	cur  *scriptRun // the script running on vm (under vmMu)
 
 	running atomic.Pointer[runningScript]
 }
@@ -275,7 +276,7 @@ func (c *Client) runScript(sha string, proto *lua.FunctionProto, keys, argv [][]
 	sc.vmMu.Lock()
 	defer sc.vmMu.Unlock()
 	if sc.vm == nil {
-		sc.vm = newLuaVM()
+		sc.vm = newLuaVM(sc)
 	}
 	L := sc.vm
 	ctx, cancel := context.WithCancel(context.Background())
@@ -286,7 +287,8 @@ func (c *Client) runScript(sha string, proto *lua.FunctionProto, keys, argv [][]
 		cancel()
 	}()
 	sr := &scriptRun{c: c, sha: sha, readOnly: readOnly, run: rs}
-	L.SetGlobal("__damselfly_run", &lua.LUserData{Value: sr})
+	sc.cur = sr
+	defer func() { sc.cur = nil }()
 	g := L.G.Global
 	g.RawSetString("KEYS", stringsTable(L, keys))
 	g.RawSetString("ARGV", stringsTable(L, argv))
@@ -393,7 +395,7 @@ func stringsTable(L *lua.LState, items [][]byte) *lua.LTable {
 
 // newLuaVM makes the server's Lua VM with the libraries Redis offers and
 // the redis table, and protects the global table as Redis 7 does.
-func newLuaVM() *lua.LState {
+func newLuaVM(sc *scriptCache) *lua.LState {
 	L := lua.NewState(lua.Options{SkipOpenLibs: true})
 	for _, lib := range []struct {
 		name string
@@ -414,8 +416,8 @@ func newLuaVM() *lua.LState {
 	}
 	r := L.NewTable()
 	L.SetFuncs(r, map[string]lua.LGFunction{
-		"call":               func(L *lua.LState) int { return luaRedisCall(L, true) },
-		"pcall":              func(L *lua.LState) int { return luaRedisCall(L, false) },
+		"call":               func(L *lua.LState) int { return luaRedisCall(L, sc.cur, true) },
+		"pcall":              func(L *lua.LState) int { return luaRedisCall(L, sc.cur, false) },
 		"error_reply":        luaErrorReply,
 		"status_reply":       luaStatusReply,
 		"sha1hex":            luaSHA1Hex,
@@ -443,15 +445,6 @@ func newLuaVM() *lua.LState {
 	}))
 	L.SetMetatable(L.G.Global, mt)
 	return L
-}
-
-func currentRun(L *lua.LState) *scriptRun {
-	ud, ok := L.G.Global.RawGetString("__damselfly_run").(*lua.LUserData)
-	if !ok {
-		return nil
-	}
-	sr, _ := ud.Value.(*scriptRun)
-	return sr
 }
 
 // raiseRedisError raises {err=msg} from a redis.* function, recording the
@@ -533,8 +526,7 @@ func luaNumberString(n lua.LNumber) string {
 
 // luaRedisCall implements redis.call (raise) and redis.pcall (return the
 // error table).
-func luaRedisCall(L *lua.LState, raise bool) int {
-	sr := currentRun(L)
+func luaRedisCall(L *lua.LState, sr *scriptRun, raise bool) int {
 	fail := func(msg string) int {
 		if raise {
 			return raiseRedisError(L, msg)
