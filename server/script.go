@@ -84,11 +84,11 @@ func (sc *scriptCache) compile(body []byte) (string, *lua.FunctionProto, error) 
 	}
 	chunk, err := parse.Parse(strings.NewReader(string(body)), "user_script")
 	if err != nil {
-		return sha, nil, errors.New("Error compiling script (new function): " + compileMessage(err))
+		return sha, nil, errors.New("Error compiling script (new function): " + compileMessage(err, body))
 	}
 	p, err = lua.Compile(chunk, "user_script")
 	if err != nil {
-		return sha, nil, errors.New("Error compiling script (new function): " + compileMessage(err))
+		return sha, nil, errors.New("Error compiling script (new function): " + compileMessage(err, body))
 	}
 	sc.mu.Lock()
 	sc.protos[sha] = p
@@ -99,14 +99,20 @@ func (sc *scriptCache) compile(body []byte) (string, *lua.FunctionProto, error) 
 
 // compileMessage renders a gopher-lua compile error as Lua 5.1 would:
 // "user_script:LINE: message".
-func compileMessage(err error) string {
+func compileMessage(err error, body []byte) string {
 	var perr *parse.Error
 	if errors.As(err, &perr) {
-		tok := perr.Token
+		tok, line, msg := perr.Token, perr.Pos.Line, perr.Message
+		if line < 0 { // the parser ran out of input
+			tok, line = "<eof>", 1+strings.Count(string(body), "\n")
+		}
 		if tok == "" {
 			tok = "<eof>"
 		}
-		return "user_script:" + strconv.Itoa(perr.Pos.Line) + ": " + perr.Message + " near '" + tok + "'"
+		if msg == "syntax error" {
+			msg = "unexpected symbol" // Lua 5.1's wording for the common case
+		}
+		return "user_script:" + strconv.Itoa(line) + ": " + msg + " near '" + tok + "'"
 	}
 	return oneLine(err.Error())
 }
