@@ -8,6 +8,7 @@ require (
 	github.com/hdt3213/rdb v1.3.2
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/tidwall/redcon v1.6.4
+	github.com/yuin/gopher-lua v1.1.2
 	github.com/zeebo/xxh3 v1.1.0
 )
 

@@ -47,6 +47,8 @@ type Client struct {
 
 	dirtyMark uint64   // shard change counter(s) when the command locked them
 	propagate [][]byte // how the running command is replicated (nil: not at all)
+
+	sess session // Pub/Sub, MULTI/EXEC, WATCH and script state (multi.go)
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -77,6 +79,7 @@ func (s *Server) newClient(nc net.Conn) *Client {
 func (c *Client) serve() {
 	defer c.srv.dropClient(c)
 	defer c.nc.Close()
+	defer c.endSession()
 	for {
 		if c.w == len(c.in) {
 			c.makeRoom()
@@ -85,7 +88,11 @@ func (c *Client) serve() {
 		c.w += n
 		c.lastSeen.Store(time.Now().UnixNano())
 		perr := c.processInput()
-		if len(c.out) > 0 {
+		if c.sess.outq != nil { // subscribed: output goes through the queue
+			if !c.queueOutput() {
+				return
+			}
+		} else if len(c.out) > 0 {
 			if _, err := c.nc.Write(c.out); err != nil {
 				return
 			}
@@ -161,10 +168,12 @@ func (c *Client) execute(args [][]byte) {
 	cmd := c.srv.cmds[name]
 	if cmd == nil {
 		c.unknownCommand(args)
+		c.txFlag()
 		return
 	}
 	if (cmd.arity > 0 && len(args) != cmd.arity) || len(args) < -cmd.arity {
 		c.err("ERR wrong number of arguments for '" + cmd.name + "' command")
+		c.txFlag()
 		return
 	}
 	if !c.authed && !cmd.noAuth {
@@ -178,6 +187,9 @@ func (c *Client) execute(args [][]byte) {
 	}
 	if (cmd.write || cmd.name == "ping") && c.srv.persist.lastErr.Load() && c.srv.writesDenied() {
 		c.err(misconfErr)
+		return
+	}
+	if c.intercept(cmd, args) { // MULTI queuing, Pub/Sub context
 		return
 	}
 	c.srv.stats.commands.Add(1)

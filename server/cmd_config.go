@@ -124,9 +124,10 @@ func configParams() map[string]configParam {
 				return err
 			},
 		},
-		"appendonly":       {get: func(s *Server) string { return "no" }},
-		"maxmemory-policy": {get: func(s *Server) string { return "noeviction" }},
-		"timeout":          {get: func(s *Server) string { return "0" }},
+		"client-output-buffer-limit": outLimitParam(),
+		"appendonly":                 {get: func(s *Server) string { return "no" }},
+		"maxmemory-policy":           {get: func(s *Server) string { return "noeviction" }},
+		"timeout":                    {get: func(s *Server) string { return "0" }},
 	}
 }
 

@@ -18,6 +18,16 @@ func registerConnection(reg registrar) {
 }
 
 func cmdPing(c *Client, args [][]byte) {
+	if c.proto == 2 && c.subscribed() && len(args) <= 2 {
+		c.array(2)
+		c.bulkString("pong")
+		if len(args) == 2 {
+			c.bulk(args[1])
+		} else {
+			c.bulkString("")
+		}
+		return
+	}
 	switch len(args) {
 	case 1:
 		c.simple("PONG")
@@ -159,6 +169,7 @@ func cmdSelect(c *Client, args [][]byte) {
 }
 
 func cmdReset(c *Client, args [][]byte) {
+	c.resetSession()
 	c.db = 0
 	c.proto = 2
 	c.mu.Lock()

@@ -214,7 +214,7 @@ func cmdRandomKey(c *Client, args [][]byte) {
 	t := now()
 	for i := range shards {
 		sh := shards[(start+i)%len(shards)]
-		sh.Lock()
+		c.lockShard(sh)
 		d := sh.PeekDB(c.db)
 		var key []byte
 		if d != nil && d.Len() > 0 {
@@ -228,7 +228,7 @@ func cmdRandomKey(c *Client, args [][]byte) {
 				})
 			}
 		}
-		sh.Unlock()
+		c.unlockShard(sh)
 		if key != nil {
 			c.bulk(key)
 			return
@@ -243,7 +243,7 @@ func cmdKeys(c *Client, args [][]byte) {
 	var keys [][]byte
 	t := now()
 	for _, sh := range c.srv.store.Shards() {
-		sh.Lock()
+		c.lockShard(sh)
 		if d := sh.PeekDB(c.db); d != nil {
 			for cur := d.Scan(0, func(e *shard.Entry) {
 				if !e.Expired(t) && (all || globMatch(pattern, e.Key(), false)) {
@@ -257,7 +257,7 @@ func cmdKeys(c *Client, args [][]byte) {
 				})
 			}
 		}
-		sh.Unlock()
+		c.unlockShard(sh)
 	}
 	c.array(len(keys))
 	for _, k := range keys {
@@ -324,7 +324,7 @@ func (c *Client) scanKeys(cursor uint64, count int64, pattern []byte, typ string
 	visited := int64(0)
 	for si < len(shards) && visited < count {
 		sh := shards[si]
-		sh.Lock()
+		c.lockShard(sh)
 		d := sh.PeekDB(c.db)
 		if d == nil {
 			tc = 0
@@ -348,7 +348,7 @@ func (c *Client) scanKeys(cursor uint64, count int64, pattern []byte, typ string
 				}
 			}
 		}
-		sh.Unlock()
+		c.unlockShard(sh)
 		if tc == 0 {
 			si++
 		}

@@ -39,19 +39,19 @@ func randUint64() uint64 {
 func (s *Server) role() string { return "master" }
 
 // dbSize counts the keys of database db over all shards.
-func (s *Server) dbSize(db int) int64 {
+func (s *Server) dbSize(c *Client, db int) int64 {
 	var n int64
 	for _, sh := range s.store.Shards() {
-		sh.Lock()
+		c.lockShard(sh)
 		if d := sh.PeekDB(db); d != nil {
 			n += int64(d.Len())
 		}
-		sh.Unlock()
+		c.unlockShard(sh)
 	}
 	return n
 }
 
-func cmdDBSize(c *Client, args [][]byte) { c.int(c.srv.dbSize(c.db)) }
+func cmdDBSize(c *Client, args [][]byte) { c.int(c.srv.dbSize(c, c.db)) }
 
 // flushMode parses FLUSHDB/FLUSHALL's optional ASYNC|SYNC.
 func flushMode(c *Client, args [][]byte) (async, ok bool) {
@@ -279,7 +279,7 @@ func debugPopulate(c *Client, args [][]byte) {
 	for start := int64(0); start < count; start += batch {
 		end := min(start+batch, count)
 		for _, sh := range shards {
-			sh.Lock()
+			c.lockShard(sh)
 			for j := start; j < end; j++ {
 				key = strconv.AppendInt(append(append(key[:0], prefix...), ':'), j, 10)
 				h := shard.Hash(key)
@@ -301,7 +301,7 @@ func debugPopulate(c *Client, args [][]byte) {
 				}
 				sh.DB(c.db).Put(h, key, shard.Value{Type: shard.TypeString, Str: val})
 			}
-			sh.Unlock()
+			c.unlockShard(sh)
 		}
 	}
 	c.ok()
@@ -453,11 +453,11 @@ func cmdInfo(c *Client, args [][]byte) {
 	for _, a := range args[1:] {
 		sections[lower(a)] = true
 	}
-	c.verbatim(c.srv.infoText(sections))
+	c.verbatim(c.srv.infoText(c, sections))
 }
 
 // infoText renders INFO with Redis's field names.
-func (s *Server) infoText(sections map[string]bool) string {
+func (s *Server) infoText(c *Client, sections map[string]bool) string {
 	all := len(sections) == 0 || sections["all"] || sections["everything"] || sections["default"]
 	want := func(name string) bool { return all || sections[name] }
 	var b strings.Builder
@@ -499,12 +499,12 @@ func (s *Server) infoText(sections map[string]bool) string {
 	}
 	if want("memory") {
 		section("Memory")
-		used := s.usedMemory()
+		used := s.usedMemory(c)
 		field("used_memory", used)
 		field("used_memory_human", humanBytes(used))
 		field("used_memory_rss", rss())
 		field("used_memory_rss_human", humanBytes(rss()))
-		field("used_memory_dataset", s.datasetMemory())
+		field("used_memory_dataset", s.datasetMemory(c))
 		max := s.cfg.maxMemory.Load()
 		field("maxmemory", max)
 		field("maxmemory_human", humanBytes(max))
@@ -526,14 +526,17 @@ func (s *Server) infoText(sections map[string]bool) string {
 		field("rejected_connections", s.stats.rejected.Load())
 		var expired int64
 		for _, sh := range s.store.Shards() {
-			sh.Lock()
+			c.lockShard(sh)
 			expired += sh.ExpiredKeys()
-			sh.Unlock()
+			c.unlockShard(sh)
 		}
 		field("expired_keys", expired)
 		field("evicted_keys", 0)
 		field("keyspace_hits", s.stats.keyHits.Load())
 		field("keyspace_misses", s.stats.keyMisses.Load())
+		chans, pats := s.pubsubCounts()
+		field("pubsub_channels", chans)
+		field("pubsub_patterns", pats)
 	}
 	if want("replication") {
 		section("Replication")
@@ -554,12 +557,12 @@ func (s *Server) infoText(sections map[string]bool) string {
 		for db := 0; db < s.store.DBNum(); db++ {
 			var keys, expires int64
 			for _, sh := range s.store.Shards() {
-				sh.Lock()
+				c.lockShard(sh)
 				if d := sh.PeekDB(db); d != nil {
 					keys += int64(d.Len())
 					expires += int64(d.ExpiresLen())
 				}
-				sh.Unlock()
+				c.unlockShard(sh)
 			}
 			if keys > 0 {
 				fmt.Fprintf(&b, "db%d:keys=%d,expires=%d,avg_ttl=0\r\n", db, keys, expires)
@@ -571,22 +574,22 @@ func (s *Server) infoText(sections map[string]bool) string {
 
 // usedMemory is what INFO reports as used_memory: Go heap in use plus the
 // slab memory of every shard.
-func (s *Server) usedMemory() int64 {
+func (s *Server) usedMemory(c *Client) int64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc) + s.datasetMemory()
+	return int64(ms.HeapAlloc) + s.datasetMemory(c)
 }
 
-func (s *Server) datasetMemory() int64 {
+func (s *Server) datasetMemory(c *Client) int64 {
 	var n int64
 	for _, sh := range s.store.Shards() {
-		sh.Lock()
+		c.lockShard(sh)
 		for db := 0; db < s.store.DBNum(); db++ {
 			if d := sh.PeekDB(db); d != nil {
 				n += d.MemoryUsed()
 			}
 		}
-		sh.Unlock()
+		c.unlockShard(sh)
 	}
 	return n
 }

@@ -41,6 +41,9 @@ func commandTable() map[string]*command {
 	registerKeys(reg)
 	registerPersistence(reg)
 	registerDump(reg)
+	registerPubSub(reg)
+	registerMulti(reg)
+	registerScripting(reg)
 	return t
 }
 

@@ -20,7 +20,9 @@ func now() int64 { return time.Now().UnixMilli() }
 // caller must call c.unlockKey(sh).
 func (c *Client) lockKey(key []byte) (*shard.Shard, uint64) {
 	sh, h := c.srv.store.ShardOf(key)
-	sh.Lock()
+	if !c.holds(sh) {
+		sh.Lock()
+	}
 	c.dirtyMark = sh.Dirty()
 	return sh, h
 }
@@ -30,7 +32,9 @@ func (c *Client) unlockKey(sh *shard.Shard) {
 	if sh.Dirty() != c.dirtyMark {
 		c.srv.commitWrite(c)
 	}
-	sh.Unlock()
+	if !c.holds(sh) {
+		sh.Unlock()
+	}
 }
 
 // lockKeys locks the shards of all keys in ascending order.
@@ -51,7 +55,11 @@ func (c *Client) lockAll() *shard.Set {
 }
 
 func (c *Client) lockSet(set *shard.Set) *shard.Set {
-	c.srv.store.LockMany(set)
+	if c.sess.held != nil {
+		c.lockUnheld(set) // inside EXEC or a script
+	} else {
+		c.srv.store.LockMany(set)
+	}
 	c.dirtyMark = c.srv.store.DirtySum(set)
 	return set
 }
@@ -61,7 +69,11 @@ func (c *Client) unlock(set *shard.Set) {
 	if c.srv.store.DirtySum(set) != c.dirtyMark {
 		c.srv.commitWrite(c)
 	}
-	c.srv.store.UnlockMany(set)
+	if c.sess.held != nil {
+		c.unlockUnheld(set)
+	} else {
+		c.srv.store.UnlockMany(set)
+	}
 }
 
 // rewrite replaces the form in which the running command is replicated
@@ -74,6 +86,10 @@ func (c *Client) rewrite(args ...[]byte) { c.propagate = args }
 func (s *Server) commitWrite(c *Client) {
 	s.dirty.Add(1)
 	if j := s.journal; j != nil && c.propagate != nil {
+		if c.sess.capture { // EXEC or a script: journaled at its end
+			c.captureWrite()
+			return
+		}
 		j(c.db, c.propagate)
 	}
 }

@@ -102,7 +102,10 @@ type Server struct {
 	// with its database, while the writer holds its shard locks.
 	journal func(db int, args [][]byte)
 
-	persist persistence
+	persist   persistence
+	pubsub    *pubsubRegistry
+	outLimits atomic.Pointer[outLimits] // client-output-buffer-limit
+	scripts   *scriptCache
 
 	shutdownOnce sync.Once
 	done         chan struct{}
@@ -135,6 +138,10 @@ func New(cfg Config) *Server {
 	s.cfg.protectedMode.Store(cfg.ProtectedMode)
 	s.cfg.params = map[string]string{}
 	s.persist.init(s.started)
+	s.pubsub = newPubSubRegistry()
+	s.scripts = newScriptCache()
+	lim := defaultOutLimits
+	s.outLimits.Store(&lim)
 	s.cmds = commandTable()
 	s.configParams = configParams()
 	return s

@@ -17,8 +17,10 @@ type DB struct {
 	expires  *dash.Table
 	objs     []any
 	freeObjs []uint32
-	valBytes int64   // sum of key+value bytes, for MEMORY and INFO
-	dirty    *uint64 // the owning shard's change counter
+	valBytes int64     // sum of key+value bytes, for MEMORY and INFO
+	dirty    *uint64   // the owning shard's change counter
+	idx      int       // the database number (changes with SWAPDB)
+	watch    *watchers // the owning shard's WATCH registry
 }
 
 // newDB makes an empty DB whose tables stamp changed buckets with version
@@ -109,6 +111,9 @@ func (d *DB) Put(h uint64, key []byte, v Value) Entry {
 	}
 	size := encodedSize(flags, len(key), vlen)
 	*d.dirty++
+	if d.watch != nil && len(d.watch.m) > 0 {
+		d.touchWatched(key, false)
+	}
 	pos, found := d.main.Find(h, key)
 	if !found {
 		ref, mem := d.slab.Alloc(size)
@@ -221,6 +226,9 @@ func (d *DB) touchExpire(h uint64, key []byte) {
 // Delete removes the entry e.
 func (d *DB) Delete(e *Entry) {
 	*d.dirty++
+	if d.watch != nil && len(d.watch.m) > 0 {
+		d.touchWatched(e.hdr.key, true)
+	}
 	// The index changes first: a running snapshot's pre-change hook then
 	// captures the entry while its chunk and object are still intact.
 	d.main.Remove(e.pos)
@@ -245,6 +253,9 @@ func (d *DB) Forget(e *Entry) { d.Delete(e) }
 // in place, so that a running snapshot captures the old value first.
 func (d *DB) Modify(e *Entry) {
 	*d.dirty++
+	if d.watch != nil && len(d.watch.m) > 0 {
+		d.touchWatched(e.hdr.key, false)
+	}
 	d.main.Replace(e.pos, e.ref)
 }
 

@@ -22,6 +22,7 @@ type Shard struct {
 
 	epoch uint64    // snapshot version epoch; see snapshot.go
 	snap  *Snapshot // the running snapshot, if any
+	watch watchers
 }
 
 // Dirty counts every change made to the shard's data (like Redis's
@@ -44,6 +45,7 @@ func (sh *Shard) DB(i int) *DB {
 	d := sh.dbs[i]
 	if d == nil {
 		d = newDB(&sh.dirty, sh.epoch)
+		d.idx, d.watch = i, &sh.watch
 		sh.dbs[i] = d
 	}
 	return d
@@ -89,6 +91,7 @@ func (sh *Shard) FlushDB(db int, async bool) {
 	if d == nil {
 		return
 	}
+	sh.watchEmptied(db, d, nil)
 	sh.dbs[db] = nil
 	sh.dirty++
 	if sh.snap.pinned(d) {
@@ -104,7 +107,15 @@ func (sh *Shard) FlushDB(db int, async bool) {
 
 // SwapDB exchanges databases a and b.
 func (sh *Shard) SwapDB(a, b int) {
+	sh.watchEmptied(a, sh.dbs[a], sh.dbs[b])
+	sh.watchEmptied(b, sh.dbs[b], sh.dbs[a])
 	sh.dbs[a], sh.dbs[b] = sh.dbs[b], sh.dbs[a]
+	if sh.dbs[a] != nil {
+		sh.dbs[a].idx = a
+	}
+	if sh.dbs[b] != nil {
+		sh.dbs[b].idx = b
+	}
 	sh.dirty++
 }
 

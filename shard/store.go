@@ -82,6 +82,16 @@ func (s *Store) Add(set *Set, key []byte) {
 	}
 }
 
+// AddID adds shard id.
+func (set *Set) AddID(id int) {
+	if !slices.Contains(set.ids, id) {
+		set.ids = append(set.ids, id)
+	}
+}
+
+// IDs lists the shard IDs in the set (ascending once locked).
+func (set *Set) IDs() []int { return set.ids }
+
 // All makes a set of every shard.
 func (s *Store) All() Set {
 	ids := make([]int, len(s.shards))
