@@ -36,7 +36,7 @@ type Client struct {
 
 	mu       sync.Mutex
 	name     string
-	lastCmd  string
+	lastCmd  atomic.Pointer[command]
 	created  time.Time
 	lastSeen atomic.Int64 // unix ns of the last command
 	addr     string
@@ -83,6 +83,7 @@ func (c *Client) serve() {
 		}
 		n, rerr := c.nc.Read(c.in[c.w:])
 		c.w += n
+		c.lastSeen.Store(time.Now().UnixNano())
 		perr := c.processInput()
 		if len(c.out) > 0 {
 			if _, err := c.nc.Write(c.out); err != nil {
@@ -158,7 +159,6 @@ func (c *Client) processInput() error {
 func (c *Client) execute(args [][]byte) {
 	name := c.lowerName(args[0])
 	cmd := c.srv.cmds[name]
-	c.lastSeen.Store(time.Now().UnixNano())
 	if cmd == nil {
 		c.unknownCommand(args)
 		return
@@ -172,9 +172,7 @@ func (c *Client) execute(args [][]byte) {
 		return
 	}
 	c.srv.stats.commands.Add(1)
-	c.mu.Lock()
-	c.lastCmd = cmd.name
-	c.mu.Unlock()
+	c.lastCmd.Store(cmd)
 	defer func() {
 		if r := recover(); r != nil {
 			c.srv.log.Error("panic in command", "command", cmd.name, "panic", r, "stack", string(debug.Stack()))
@@ -234,14 +232,15 @@ func sanitize(b []byte, max int) string {
 // info describes the client as CLIENT LIST does.
 func (c *Client) info() string {
 	c.mu.Lock()
-	name, last := c.name, c.lastCmd
+	name := c.name
 	c.mu.Unlock()
+	last := "NULL"
+	if cmd := c.lastCmd.Load(); cmd != nil {
+		last = cmd.name
+	}
 	now := time.Now()
 	age := int64(now.Sub(c.created).Seconds())
 	idle := (now.UnixNano() - c.lastSeen.Load()) / 1e9
-	if last == "" {
-		last = "NULL"
-	}
 	var sb strings.Builder
 	sb.WriteString("id=")
 	sb.WriteString(itoa(c.id))
