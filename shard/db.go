@@ -21,10 +21,14 @@ type DB struct {
 	dirty    *uint64 // the owning shard's change counter
 }
 
-func newDB(dirty *uint64) *DB {
+// newDB makes an empty DB whose tables stamp changed buckets with version
+// (the shard's epoch), so a running snapshot skips every key created in it.
+func newDB(dirty *uint64, version uint64) *DB {
 	d := &DB{slab: slab.New(), dirty: dirty}
 	d.main = dash.New(d, Hash)
 	d.expires = dash.New(d, Hash)
+	d.main.SetVersion(version)
+	d.expires.SetVersion(version)
 	return d
 }
 
@@ -145,8 +149,9 @@ func (d *DB) Put(h uint64, key []byte, v Value) Entry {
 	}
 	ref, mem := d.slab.Alloc(size)
 	val := encode(mem, flags, key, vlen, v.ExpireAt, v.MCFlags, v.MCCAS)
-	d.fillValue(val, v, oldObj)
+	// Replace first: the pre-change hook must see the old value and object.
 	d.main.Replace(pos, ref)
+	d.fillValue(val, v, oldObj)
 	if old.flags&flagExpire != 0 {
 		epos, ok := d.expires.Find(h, key)
 		if ok {
@@ -216,29 +221,25 @@ func (d *DB) touchExpire(h uint64, key []byte) {
 // Delete removes the entry e.
 func (d *DB) Delete(e *Entry) {
 	*d.dirty++
+	// The index changes first: a running snapshot's pre-change hook then
+	// captures the entry while its chunk and object are still intact.
+	d.main.Remove(e.pos)
 	if e.hdr.flags&flagExpire != 0 {
 		d.removeExpire(e.h, e.hdr.key)
 	}
 	if Type(e.hdr.flags&typeMask) != TypeString {
 		d.freeObj(binary.LittleEndian.Uint32(e.hdr.val))
 	}
-	d.main.Remove(e.pos)
 	d.valBytes -= int64(len(e.hdr.key) + len(e.hdr.val))
 	d.slab.Free(e.ref, encodedSize(e.hdr.flags, len(e.hdr.key), len(e.hdr.val)))
 	*e = Entry{}
 }
 
 // Forget removes the entry e but keeps its collection object alive, for
-// RENAME and MOVE, which hand the object to another key.
-func (d *DB) Forget(e *Entry) {
-	if Type(e.hdr.flags&typeMask) != TypeString {
-		idx := binary.LittleEndian.Uint32(e.hdr.val)
-		d.objs[idx] = nil
-		d.freeObjs = append(d.freeObjs, idx)
-		e.hdr.flags = e.hdr.flags&^typeMask | byte(TypeString) // so Delete frees no object
-	}
-	d.Delete(e)
-}
+// RENAME and MOVE, which hand the object to another key. (The DB only
+// drops its reference to the object, exactly as Delete does; the name
+// documents that the caller keeps using it.)
+func (d *DB) Forget(e *Entry) { d.Delete(e) }
 
 // Modify must be called before a collection object (or any value) is changed
 // in place, so that a running snapshot captures the old value first.

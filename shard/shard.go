@@ -19,6 +19,9 @@ type Shard struct {
 
 	expiredKeys int64  // stats: keys removed by expiry
 	dirty       uint64 // changes made through this shard; see Dirty
+
+	epoch uint64    // snapshot version epoch; see snapshot.go
+	snap  *Snapshot // the running snapshot, if any
 }
 
 // Dirty counts every change made to the shard's data (like Redis's
@@ -40,7 +43,7 @@ func (sh *Shard) Unlock() { sh.mu.Unlock() }
 func (sh *Shard) DB(i int) *DB {
 	d := sh.dbs[i]
 	if d == nil {
-		d = newDB(&sh.dirty)
+		d = newDB(&sh.dirty, sh.epoch)
 		sh.dbs[i] = d
 	}
 	return d
@@ -88,6 +91,10 @@ func (sh *Shard) FlushDB(db int, async bool) {
 	}
 	sh.dbs[db] = nil
 	sh.dirty++
+	if sh.snap.pinned(d) {
+		// A running snapshot still reads it; it releases it when done.
+		return
+	}
 	if async {
 		go d.release()
 	} else {

@@ -30,8 +30,9 @@ func Hash(key []byte) uint64 { return xxh3.Hash(key) }
 
 // Store is the set of shards.
 type Store struct {
-	shards []*Shard
-	dbnum  int
+	shards   []*Shard
+	dbnum    int
+	snapSlot chan struct{} // holds a token while a snapshot runs
 }
 
 // NewStore makes a store with n shards and dbnum databases.
@@ -39,7 +40,7 @@ func NewStore(n, dbnum int) *Store {
 	if n < 1 {
 		n = 1
 	}
-	s := &Store{dbnum: dbnum}
+	s := &Store{dbnum: dbnum, snapSlot: make(chan struct{}, 1)}
 	for i := 0; i < n; i++ {
 		s.shards = append(s.shards, newShard(i, dbnum))
 	}

@@ -136,11 +136,44 @@ func (w *Writer) Version() int { return w.version }
 // Err returns the sticky error, if any.
 func (w *Writer) Err() error { return w.err }
 
+// NewRecordWriter returns a Writer that encodes key records only (String,
+// List, Set, Hash, ZSet, SelectDB) into w, with no header, checksum or
+// footer: the output of several record writers, encoded in parallel, is
+// then spliced into one file with Raw. Call Flush before reading w.
+func NewRecordWriter(w io.Writer, version int) *Writer {
+	wr := NewWriter(w, version)
+	wr.crc = nil
+	return wr
+}
+
+// Flush writes out what the Writer buffers.
+func (w *Writer) Flush() error {
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.bw.Flush(); err != nil {
+		return w.fail(err)
+	}
+	return nil
+}
+
+// Buffered is the number of bytes written but not yet flushed.
+func (w *Writer) Buffered() int { return w.bw.Buffered() }
+
+// Raw appends records encoded by a record writer of the same version
+// (NewRecordWriter), covering them with the checksum.
+func (w *Writer) Raw(p []byte) error {
+	w.write(p)
+	return w.err
+}
+
 func (w *Writer) write(p []byte) {
 	if w.err != nil {
 		return
 	}
-	w.crc.Write(p)
+	if w.crc != nil {
+		w.crc.Write(p)
+	}
 	if _, err := w.bw.Write(p); err != nil {
 		w.err = err
 	}
@@ -654,8 +687,8 @@ func (w *Writer) ZSet(key []byte, expireAtMs int64, n int, members iter.Seq2[[]b
 // Close writes the EOF opcode and the CRC64, and flushes. It does not close
 // the underlying writer.
 func (w *Writer) Close() error {
-	if w.dump {
-		return errors.New("rdb: Close on a dump writer")
+	if w.dump || w.crc == nil {
+		return errors.New("rdb: Close on a dump or record writer")
 	}
 	w.writeByte(opEOF)
 	if w.err != nil {

@@ -1,0 +1,193 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/damselflydb/damselfly/shard"
+	"github.com/damselflydb/damselfly/shard/types"
+)
+
+// canonEntry renders an entry independently of encoding and order.
+func canonEntry(e *shard.Entry) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s@%d:", e.Type(), e.ExpireAt())
+	switch e.Type() {
+	case shard.TypeString:
+		fmt.Fprintf(&b, "%q", e.Str())
+	case shard.TypeList:
+		e.Obj().(*types.List).Iterate(func(v []byte) bool { fmt.Fprintf(&b, "%q,", v); return true })
+	case shard.TypeSet:
+		var s []string
+		e.Obj().(*types.Set).Iterate(func(m []byte) bool { s = append(s, strconv.Quote(string(m))); return true })
+		slices.Sort(s)
+		b.WriteString(strings.Join(s, ","))
+	case shard.TypeHash:
+		var s []string
+		e.Obj().(*types.Hash).Iterate(func(f, v []byte) bool {
+			s = append(s, strconv.Quote(string(f))+"="+strconv.Quote(string(v)))
+			return true
+		})
+		slices.Sort(s)
+		b.WriteString(strings.Join(s, ","))
+	case shard.TypeZSet:
+		e.Obj().(*types.ZSet).Iterate(func(m []byte, sc float64) bool {
+			fmt.Fprintf(&b, "%q=%s,", m, strconv.FormatFloat(sc, 'g', 17, 64))
+			return true
+		})
+	}
+	return b.String()
+}
+
+// contents returns "db key" -> canonical value of every live key at nowMs.
+// With lock false the caller holds every shard lock.
+func contents(st *shard.Store, nowMs int64, lock bool) map[string]string {
+	out := map[string]string{}
+	for _, sh := range st.Shards() {
+		if lock {
+			sh.Lock()
+		}
+		for db := 0; db < st.DBNum(); db++ {
+			d := sh.PeekDB(db)
+			if d == nil {
+				continue
+			}
+			for cur := uint64(0); ; {
+				cur = d.Scan(cur, func(e *shard.Entry) {
+					if !e.Expired(nowMs) {
+						out[fmt.Sprintf("%d %s", db, e.Key())] = canonEntry(e)
+					}
+				})
+				if cur == 0 {
+					break
+				}
+			}
+		}
+		if lock {
+			sh.Unlock()
+		}
+	}
+	return out
+}
+
+func compareContents(t *testing.T, want, got map[string]string) {
+	t.Helper()
+	bad := 0
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if g, ok := got[k]; !ok || g != want[k] {
+			if bad++; bad <= 10 {
+				t.Errorf("key %s:\n got  %.200s (present %v)\n want %.200s", k, g, ok, want[k])
+			}
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			if bad++; bad <= 10 {
+				t.Errorf("unexpected key %s = %.200s", k, got[k])
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d differences (%d keys wanted, %d got)", bad, len(want), len(got))
+	}
+}
+
+// put stores a value (locks the shard).
+func put(st *shard.Store, db int, key string, v shard.Value) {
+	sh, h := st.ShardOf([]byte(key))
+	sh.Lock()
+	sh.DB(db).Put(h, []byte(key), v)
+	sh.Unlock()
+}
+
+func bss(n int, f func(i int) string) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = []byte(f(i))
+	}
+	return out
+}
+
+// fillAllTypes stores every type in every encoding, with and without TTLs,
+// in several databases.
+func fillAllTypes(st *shard.Store, futureMs int64) {
+	lim := &types.DefaultLimits
+	strs := map[string][]byte{
+		"s:empty": {}, "s:int": []byte("12345"), "s:neg": []byte("-9"), "s:bigint": []byte("12345678901234567890"),
+		"s:short": []byte("hello"), "s:long": bytes.Repeat([]byte("abcdefgh"), 100), "s:bin": {0, 1, 2, 255, '\r', '\n'},
+		"s:lead0": []byte("007"), "s:big": bytes.Repeat([]byte{'x'}, 1<<20),
+	}
+	for db := 0; db < 3; db++ {
+		for k, v := range strs {
+			put(st, db, k, shard.Value{Type: shard.TypeString, Str: v})
+		}
+		put(st, db, "s:ttl", shard.Value{Type: shard.TypeString, Str: []byte("ttl"), ExpireAt: futureMs})
+		for _, n := range []int{1, 10, 1000, 20000} {
+			l := types.NewList()
+			l.PushBack(lim, bss(n, func(i int) string { return fmt.Sprint("e", i%7, strings.Repeat("z", i%50)) })...)
+			put(st, db, fmt.Sprint("l:", n), shard.Value{Type: shard.TypeList, Obj: l})
+			h := types.NewHash()
+			for i := 0; i < n; i++ {
+				h.Set([]byte(fmt.Sprint("f", i)), []byte(fmt.Sprint(i)), lim)
+			}
+			put(st, db, fmt.Sprint("h:", n), shard.Value{Type: shard.TypeHash, Obj: h, ExpireAt: futureMs})
+			is := types.NewSet()
+			ss := types.NewSet()
+			for i := 0; i < n; i++ {
+				is.Add([]byte(strconv.Itoa(i*3-50)), lim)
+				ss.Add([]byte(fmt.Sprint("m", i)), lim)
+			}
+			put(st, db, fmt.Sprint("si:", n), shard.Value{Type: shard.TypeSet, Obj: is})
+			put(st, db, fmt.Sprint("ss:", n), shard.Value{Type: shard.TypeSet, Obj: ss})
+			z := types.NewZSet()
+			for i := 0; i < n; i++ {
+				z.Add([]byte(fmt.Sprint("z", i)), float64(i)/3, 0, lim)
+			}
+			put(st, db, fmt.Sprint("z:", n), shard.Value{Type: shard.TypeZSet, Obj: z})
+		}
+		h := types.NewHash()
+		h.Set([]byte("long"), bytes.Repeat([]byte("v"), 100), lim)
+		put(st, db, "h:longval", shard.Value{Type: shard.TypeHash, Obj: h})
+		z := types.NewZSet()
+		z.Add([]byte("inf"), math.Inf(1), 0, lim)
+		z.Add([]byte("-inf"), math.Inf(-1), 0, lim)
+		z.Add([]byte("pi"), math.Pi, 0, lim)
+		put(st, db, "z:special", shard.Value{Type: shard.TypeZSet, Obj: z})
+	}
+	for i := 0; i < 5000; i++ {
+		put(st, 5, fmt.Sprint("k", i), shard.Value{Type: shard.TypeString, Str: []byte(fmt.Sprint("v", i))})
+	}
+	put(st, 15, "last", shard.Value{Type: shard.TypeString, Str: []byte("db15")})
+	// Expired keys are not saved.
+	put(st, 0, "s:expired", shard.Value{Type: shard.TypeString, Str: []byte("x"), ExpireAt: 1000})
+}
+
+// save writes st to a buffer.
+func save(t testing.TB, st *shard.Store, opt Options) ([]byte, Stats) {
+	t.Helper()
+	var buf bytes.Buffer
+	stats, err := Write(context.Background(), st, &buf, opt)
+	if err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+	if stats.Bytes != int64(buf.Len()) {
+		t.Fatalf("Stats.Bytes %d, wrote %d", stats.Bytes, buf.Len())
+	}
+	return buf.Bytes(), stats
+}
+
+func load(t testing.TB, data []byte, shards int) *shard.Store {
+	t.Helper()
+	st := shard.NewStore(shards, 16)
+	if _, err := Load(st, bytes.NewReader(data), "test.rdb"); err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	return st
+}

@@ -1,0 +1,198 @@
+package snapshot
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/damselflydb/damselfly/shard"
+	"github.com/damselflydb/damselfly/shard/types"
+	"github.com/damselflydb/damselfly/snapshot/rdb"
+)
+
+// loadBatch is the number of keys handed to a shard's loader at once.
+const loadBatch = 256
+
+// Load reads an RDB file into st (all shards in parallel), dropping expired
+// keys; on any error nothing is kept (the caller refuses to start) and the
+// error names the file, offset and what was expected.
+//
+// One goroutine decodes and checks the file (rdb.Load: framing, limits,
+// CRC64) and routes each key to its shard; one goroutine per shard builds
+// the values and inserts them under the shard lock, a batch at a time.
+// Load is meant for an empty store (start-up, DEBUG RELOAD, a replica's
+// full sync): on error every database of st is emptied. Keys that cannot
+// be represented (streams, hash fields with their own TTL, a database
+// index beyond st's) and duplicate keys are errors, so that a server never
+// starts with part of its dump and later saves over the rest.
+func Load(st *shard.Store, r io.Reader, name string) (Stats, error) {
+	start := time.Now()
+	nowMs := start.UnixMilli()
+	shards := st.Shards()
+	type batch []*rdb.Entry
+	chans := make([]chan batch, len(shards))
+	pending := make([]batch, len(shards))
+	var (
+		wg     sync.WaitGroup
+		errMu  sync.Mutex
+		werr   error
+		stop   = make(chan struct{})
+		failed sync.Once
+	)
+	fail := func(err error) {
+		errMu.Lock()
+		if werr == nil {
+			werr = err
+		}
+		errMu.Unlock()
+		failed.Do(func() { close(stop) })
+	}
+	var keys int64
+	var keysMu sync.Mutex
+	for i, sh := range shards {
+		ch := make(chan batch, 4)
+		chans[i] = ch
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var n int64
+			for b := range ch {
+				sh.Lock()
+				for _, e := range b {
+					if err := insert(sh, e); err != nil {
+						fail(fmt.Errorf("%s: %w", name, err))
+						break
+					}
+					n++
+				}
+				sh.Unlock()
+			}
+			keysMu.Lock()
+			keys += n
+			keysMu.Unlock()
+		}()
+	}
+	send := func(i int) bool {
+		select {
+		case chans[i] <- pending[i]:
+			pending[i] = make(batch, 0, loadBatch)
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	errStopped := errors.New("stopped")
+	info, err := rdb.Load(bufio.NewReaderSize(r, 1<<20), name, func(e *rdb.Entry) error {
+		if e.DB < 0 || e.DB >= st.DBNum() {
+			return fmt.Errorf("%s: key %q is in DB %d, but only %d databases are configured (--dbnum)", name, e.Key, e.DB, st.DBNum())
+		}
+		if e.Expired(nowMs) {
+			return nil
+		}
+		switch {
+		case e.Type == rdb.Stream:
+			return fmt.Errorf("%s: key %q (DB %d) is a stream, which Damselfly does not support", name, e.Key, e.DB)
+		case e.HashFieldExpireAtMs != nil:
+			return fmt.Errorf("%s: key %q (DB %d) is a hash with per-field TTLs, which Damselfly does not support", name, e.Key, e.DB)
+		}
+		_, h := st.ShardOf(e.Key)
+		i := st.Route(e.Key, h)
+		pending[i] = append(pending[i], e)
+		if len(pending[i]) >= loadBatch && !send(i) {
+			return errStopped
+		}
+		return nil
+	})
+	if err == nil {
+		for i := range pending {
+			if len(pending[i]) > 0 && !send(i) {
+				break
+			}
+		}
+	}
+	for _, ch := range chans {
+		close(ch)
+	}
+	wg.Wait()
+	if err == nil || errors.Is(err, errStopped) {
+		errMu.Lock()
+		if werr != nil {
+			err = werr
+		}
+		errMu.Unlock()
+	}
+	if err != nil {
+		all := st.All()
+		st.LockMany(&all)
+		for _, sh := range shards {
+			for db := 0; db < st.DBNum(); db++ {
+				sh.FlushDB(db, true)
+			}
+		}
+		st.UnlockMany(&all)
+		return Stats{}, err
+	}
+	return Stats{Keys: keys, Bytes: info.Bytes, Duration: time.Since(start)}, nil
+}
+
+// insert stores one loaded key (shard locked).
+func insert(sh *shard.Shard, e *rdb.Entry) error {
+	h := shard.Hash(e.Key)
+	d := sh.DB(e.DB)
+	if _, dup := d.Find(h, e.Key); dup {
+		return fmt.Errorf("duplicate key %q in DB %d", e.Key, e.DB)
+	}
+	v := shard.Value{ExpireAt: max(e.ExpireAtMs, 0)}
+	lim := &types.DefaultLimits
+	switch e.Type {
+	case rdb.String:
+		v.Type, v.Str = shard.TypeString, e.String
+	case rdb.List:
+		if len(e.List) == 0 {
+			return nil
+		}
+		l := types.NewList()
+		l.PushBack(lim, e.List...)
+		v.Type, v.Obj = shard.TypeList, l
+	case rdb.Set:
+		if len(e.Set) == 0 {
+			return nil
+		}
+		s := types.NewSetSized(e.Set[0], len(e.Set), lim)
+		for _, m := range e.Set {
+			s.Add(m, lim)
+		}
+		v.Type, v.Obj = shard.TypeSet, s
+	case rdb.Hash:
+		if len(e.Hash) == 0 {
+			return nil
+		}
+		hs := types.NewHashSized(len(e.Hash), lim)
+		for _, fv := range e.Hash {
+			hs.Set(fv[0], fv[1], lim)
+		}
+		v.Type, v.Obj = shard.TypeHash, hs
+	case rdb.ZSet:
+		if len(e.ZSet) == 0 {
+			return nil
+		}
+		maxLen := 0
+		for _, m := range e.ZSet {
+			maxLen = max(maxLen, len(m.Member))
+		}
+		z := types.NewZSetSized(len(e.ZSet), maxLen, lim)
+		for _, m := range e.ZSet {
+			if _, _, err := z.Add(m.Member, m.Score, 0, lim); err != nil {
+				return fmt.Errorf("key %q (DB %d): member %q: %v", e.Key, e.DB, m.Member, err)
+			}
+		}
+		v.Type, v.Obj = shard.TypeZSet, z
+	default:
+		return fmt.Errorf("key %q (DB %d): unsupported type %v", e.Key, e.DB, e.Type)
+	}
+	d.Put(h, e.Key, v)
+	return nil
+}

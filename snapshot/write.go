@@ -1,0 +1,407 @@
+// Package snapshot takes forkless point-in-time snapshots of a shard.Store
+// as Redis RDB files (Write) and loads RDB files (Load).
+//
+// Write follows design.md's algorithm. At the cut every shard is locked (in
+// ascending order), each shard bumps its version epoch and registers a
+// pre-change hook on its tables (shard.StartSnapshot), OnCut runs, and the
+// shards are unlocked: writes go on from there. One serializer goroutine per
+// shard then walks the buckets of every database, taking the shard lock for
+// one small batch of buckets at a time (never across I/O), and encodes every
+// bucket not yet captured into RDB records. A write about to change a bucket
+// not yet captured first encodes it inside the hook (also under the lock).
+// So the file holds every key as it was at the cut, and nothing written
+// after it.
+//
+// Encoding inside the hook (rather than copy-on-write clones) is the choice
+// for every type: strings are copied into the record anyway, and a
+// collection is encoded straight from its live object, which costs about
+// what a deep clone would cost but allocates nothing that outlives the hook.
+// A bucket is captured at most once, so a write pays this at most once per
+// bucket (8 keys) per snapshot.
+//
+// Records travel in chunks (about 128 KiB, each tagged with its database)
+// through one bounded queue to the caller's goroutine, the single RDB
+// writer, which adds the header, a SELECTDB (+ RESIZEDB, sizes at the cut)
+// whenever the database changes from the previous chunk, the EOF opcode and
+// the CRC64. Serializers visit the databases in order, so keys come grouped
+// by database; a chunk captured by a hook for another database only adds
+// one more SELECTDB, which Redis's loader and redis-check-rdb accept (RDB
+// allows any number of SELECTDB opcodes). Memory is bounded by the queue:
+// a hook whose shard buffer is full waits for room in the queue (the
+// writer itself never takes a shard lock, so this cannot deadlock), which
+// slows writers to the speed of the output instead of letting captured
+// data pile up.
+//
+// Keys already expired at the cut are left out (a loader drops them anyway).
+// Memcached flags and CAS values are not part of RDB and are not saved.
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/damselflydb/damselfly/shard"
+	"github.com/damselflydb/damselfly/shard/types"
+	"github.com/damselflydb/damselfly/snapshot/rdb"
+)
+
+// Options tune Write.
+type Options struct {
+	Version int // RDB version, 0 = 10
+	// OnCut is called once at the snapshot instant, while every shard is
+	// locked (replication records its offset here). Aux is read after OnCut
+	// returns, so OnCut may fill in values of its elements.
+	OnCut func()
+	Aux   []rdb.Aux // optional extra aux fields
+}
+
+// Stats describe a finished Write or Load.
+type Stats struct {
+	Keys, Bytes int64
+	Duration    time.Duration
+}
+
+const (
+	chunkBytes = 128 << 10 // a serializer hands its buffer over past this size
+	queueLen   = 8         // chunks in flight between serializers and the writer
+)
+
+// chunk is a run of encoded records of one database.
+type chunk struct {
+	db   int
+	data []byte
+}
+
+// run is one Write in progress.
+type run struct {
+	version int
+	cutMs   int64
+	queue   chan chunk
+	abort   chan struct{} // closed when the writer gives up
+	free    chan []byte   // written chunk buffers for reuse
+	once    sync.Once
+	errMu   sync.Mutex
+	err     error
+	keys    atomic.Int64
+}
+
+func (r *run) fail(err error) {
+	r.errMu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	r.errMu.Unlock()
+	r.once.Do(func() { close(r.abort) })
+}
+
+func (r *run) failed() error {
+	r.errMu.Lock()
+	defer r.errMu.Unlock()
+	return r.err
+}
+
+// send queues c unless the run was aborted.
+func (r *run) send(c chunk) bool {
+	select {
+	case r.queue <- c:
+		return true
+	case <-r.abort:
+		return false
+	}
+}
+
+// Write streams a consistent RDB of every database of st, as of one
+// instant, to w, while writes continue. Only one snapshot runs at a time:
+// Write waits for a running one (or ctx) first.
+func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stats, error) {
+	if err := st.AcquireSnapshot(ctx); err != nil {
+		return Stats{}, err
+	}
+	defer st.ReleaseSnapshot()
+	start := time.Now()
+	cw := &countingWriter{w: w}
+	out := rdb.NewWriter(cw, opt.Version)
+	if err := out.Err(); err != nil {
+		return Stats{}, err
+	}
+	r := &run{version: out.Version(), queue: make(chan chunk, queueLen), abort: make(chan struct{}), free: make(chan []byte, queueLen)}
+	shards := st.Shards()
+	sers := make([]*serializer, len(shards))
+	keys := make([]uint64, st.DBNum())
+	expires := make([]uint64, st.DBNum())
+	var mem int64
+
+	// The cut.
+	all := st.All()
+	st.LockMany(&all)
+	r.cutMs = time.Now().UnixMilli()
+	for i, sh := range shards {
+		s := newSerializer(r, sh)
+		s.snap = sh.StartSnapshot(s)
+		sers[i] = s
+		for db := range keys {
+			k, e := s.snap.Size(db)
+			keys[db] += uint64(k)
+			expires[db] += uint64(e)
+			if d := sh.PeekDB(db); d != nil {
+				mem += d.MemoryUsed()
+			}
+		}
+	}
+	if opt.OnCut != nil {
+		opt.OnCut()
+	}
+	st.UnlockMany(&all)
+
+	var wg sync.WaitGroup
+	for _, s := range sers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.run(st.DBNum())
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(r.queue)
+	}()
+
+	aux := append(rdb.DefaultAux(mem), opt.Aux...)
+	if err := out.Header(aux); err != nil {
+		r.fail(err)
+	}
+	cur := -1
+	for {
+		var c chunk
+		var ok bool
+		select {
+		case c, ok = <-r.queue:
+		case <-ctx.Done():
+			r.fail(ctx.Err())
+			c, ok = <-r.queue
+		}
+		if !ok {
+			break
+		}
+		if r.failed() != nil {
+			continue // drain until every serializer has stopped
+		}
+		if c.db != cur {
+			out.SelectDB(c.db, keys[c.db], expires[c.db])
+			cur = c.db
+		}
+		if err := out.Raw(c.data); err != nil {
+			r.fail(err)
+		}
+		r.putBuf(c.data)
+	}
+	if err := r.failed(); err != nil {
+		return Stats{}, err
+	}
+	if err := out.Close(); err != nil {
+		return Stats{}, err
+	}
+	return Stats{Keys: r.keys.Load(), Bytes: cw.n, Duration: time.Since(start)}, nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// getBuf returns a chunk buffer, recycled from the writer when possible.
+func (r *run) getBuf() []byte {
+	select {
+	case b := <-r.free:
+		return b[:0]
+	default:
+		return make([]byte, 0, chunkBytes+chunkBytes/4)
+	}
+}
+
+// putBuf gives a written chunk's buffer back.
+func (r *run) putBuf(b []byte) {
+	if cap(b) > 2*chunkBytes {
+		return
+	}
+	select {
+	case r.free <- b:
+	default:
+	}
+}
+
+// serializer encodes one shard's buckets. Its sink methods run under the
+// shard lock (from the traversal or from a writer's pre-change hook).
+type serializer struct {
+	r    *run
+	sh   *shard.Shard
+	snap *shard.Snapshot
+	buf  appendBuffer
+	rw   *rdb.Writer
+	db   int     // database of the records in buf
+	full []chunk // sealed chunks waiting to be sent (traversal path)
+}
+
+func newSerializer(r *run, sh *shard.Shard) *serializer {
+	s := &serializer{r: r, sh: sh, db: -1}
+	s.buf.b = r.getBuf()
+	s.rw = rdb.NewRecordWriter(&s.buf, r.version)
+	return s
+}
+
+// appendBuffer is an io.Writer appending to a byte slice.
+type appendBuffer struct{ b []byte }
+
+func (a *appendBuffer) Write(p []byte) (int, error) {
+	a.b = append(a.b, p...)
+	return len(p), nil
+}
+
+// Entry implements shard.SnapshotSink: it encodes one key as it is at the
+// cut.
+func (s *serializer) Entry(db int, e *shard.Entry) {
+	select {
+	case <-s.r.abort:
+		return
+	default:
+	}
+	exp := e.ExpireAt()
+	if exp != 0 && exp <= s.r.cutMs {
+		return
+	}
+	if db != s.db {
+		s.seal()
+		s.db = db
+	}
+	if err := encode(s.rw, e, exp); err != nil {
+		s.r.fail(fmt.Errorf("snapshot: key %q: %w", e.Key(), err))
+		return
+	}
+	s.r.keys.Add(1)
+}
+
+// Captured implements shard.SnapshotSink: after a hook captured a bucket,
+// hand the buffer over when it is full, waiting for room in the queue.
+func (s *serializer) Captured() {
+	if s.pending() >= chunkBytes {
+		s.seal()
+		s.sendFull()
+	}
+}
+
+func (s *serializer) pending() int { return len(s.buf.b) + s.rw.Buffered() }
+
+// seal closes the records in the buffer into a chunk.
+func (s *serializer) seal() {
+	if err := s.rw.Flush(); err != nil {
+		s.r.fail(err)
+		return
+	}
+	if len(s.buf.b) == 0 {
+		return
+	}
+	s.full = append(s.full, chunk{db: s.db, data: s.buf.b})
+	s.buf.b = s.r.getBuf()
+}
+
+// sendFull sends the sealed chunks.
+func (s *serializer) sendFull() {
+	for _, c := range s.full {
+		if !s.r.send(c) {
+			break
+		}
+	}
+	clear(s.full)
+	s.full = s.full[:0]
+}
+
+// run traverses every database of the shard, then finishes its snapshot.
+func (s *serializer) run(dbnum int) {
+	var out []chunk
+	// take moves the sealed chunks out (shard locked); send sends them
+	// (unlocked) and reports false when the run was aborted.
+	take := func() {
+		out = append(out[:0], s.full...)
+		clear(s.full)
+		s.full = s.full[:0]
+	}
+	send := func() bool {
+		for _, c := range out {
+			if !s.r.send(c) {
+				return false
+			}
+		}
+		return true
+	}
+traverse:
+	for db := 0; db < dbnum; db++ {
+		for cursor := uint64(0); ; {
+			s.sh.Lock()
+			cursor = s.snap.Traverse(db, cursor)
+			if s.pending() >= chunkBytes {
+				s.seal()
+			}
+			take()
+			s.sh.Unlock()
+			if !send() {
+				break traverse
+			}
+			if cursor == 0 {
+				break
+			}
+		}
+	}
+	s.sh.Lock()
+	s.snap.Finish()
+	s.seal()
+	take()
+	s.sh.Unlock()
+	send()
+}
+
+var errUnknownObject = errors.New("unknown collection object")
+
+// encode writes one key as an RDB record.
+func encode(w *rdb.Writer, e *shard.Entry, exp int64) error {
+	key := e.Key()
+	switch e.Type() {
+	case shard.TypeString:
+		return w.String(key, e.Str(), exp)
+	case shard.TypeList:
+		l, ok := e.Obj().(*types.List)
+		if !ok {
+			return errUnknownObject
+		}
+		return w.List(key, exp, l.Len(), func(yield func([]byte) bool) { l.Iterate(yield) })
+	case shard.TypeSet:
+		m, ok := e.Obj().(*types.Set)
+		if !ok {
+			return errUnknownObject
+		}
+		return w.Set(key, exp, m.Len(), func(yield func([]byte) bool) { m.Iterate(yield) })
+	case shard.TypeHash:
+		h, ok := e.Obj().(*types.Hash)
+		if !ok {
+			return errUnknownObject
+		}
+		return w.Hash(key, exp, h.Len(), func(yield func([]byte, []byte) bool) { h.Iterate(yield) })
+	case shard.TypeZSet:
+		z, ok := e.Obj().(*types.ZSet)
+		if !ok {
+			return errUnknownObject
+		}
+		return w.ZSet(key, exp, z.Len(), func(yield func([]byte, float64) bool) { z.Iterate(yield) })
+	}
+	return fmt.Errorf("unknown type %d", e.Type())
+}
