@@ -37,7 +37,12 @@ func randUint64() uint64 {
 	return binary.LittleEndian.Uint64(b[:])
 }
 
-func (s *Server) role() string { return "master" }
+func (s *Server) role() string {
+	if s.repl.IsReplica() {
+		return "slave"
+	}
+	return "master"
+}
 
 // lastSave is the unix time of the last successful save (start time until then).
 func (s *Server) lastSave() int64 { return s.started.Unix() }
@@ -238,6 +243,10 @@ func cmdDebug(c *Client, args [][]byte) {
 	switch lower(args[1]) {
 	case "populate":
 		debugPopulate(c, args)
+	case "digest":
+		debugDigest(c)
+	case "digest-value":
+		debugDigestValue(c, args[2:])
 	case "sleep":
 		if len(args) != 3 {
 			c.errSyntax()
@@ -554,10 +563,7 @@ func (s *Server) infoText(sections map[string]bool) string {
 	}
 	if want("replication") {
 		section("Replication")
-		field("role", s.role())
-		field("connected_slaves", 0)
-		field("master_replid", s.runID)
-		field("master_repl_offset", 0)
+		b.WriteString(s.repl.InfoText())
 	}
 	if want("cpu") {
 		section("CPU")

@@ -73,8 +73,13 @@ func (c *Client) rewrite(args ...[]byte) { c.propagate = args }
 // Called with the command's shard locks held.
 func (s *Server) commitWrite(c *Client) {
 	s.dirty.Add(1)
-	if j := s.journal; j != nil && c.propagate != nil {
-		j(c.db, c.propagate)
+	switch {
+	case c.fromPrimary:
+		// The primary's exact bytes join our own stream (chained replicas,
+		// promotion); see replication.Node.CommitFromPrimary.
+		s.repl.CommitFromPrimary()
+	case c.propagate != nil:
+		c.woff = s.repl.Append(c.db, c.propagate)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/damselflydb/damselfly/replication"
 	"github.com/damselflydb/damselfly/shard"
 )
 
@@ -41,6 +42,12 @@ type Config struct {
 	ProtectedMode bool
 	Save          string
 	Logger        *slog.Logger
+	// Replication: ReplicaOf is "host:port" to replicate at start;
+	// MasterAuth the password for the primary; ReplBacklogSize
+	// repl-backlog-size (default 1mb).
+	ReplicaOf       string
+	MasterAuth      string
+	ReplBacklogSize int64
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -90,9 +97,12 @@ type Server struct {
 
 	// dirty counts committed writes (rdb_changes_since_last_save).
 	dirty atomic.Int64
-	// journal, when set, receives every committed write in commit order,
-	// with its database, while the writer holds its shard locks.
-	journal func(db int, args [][]byte)
+	// repl is the replication journal and role: every committed write is
+	// appended to it, in commit order, while the writer holds its shard
+	// locks (commitWrite). master is the internal client that applies the
+	// primary's stream when this server is a replica.
+	repl   *replication.Node
+	master *Client
 
 	shutdownOnce sync.Once
 	done         chan struct{}
@@ -126,6 +136,7 @@ func New(cfg Config) *Server {
 	s.cfg.params = map[string]string{}
 	s.cmds = commandTable()
 	s.configParams = configParams()
+	s.initReplication(cfg)
 	return s
 }
 
@@ -153,6 +164,11 @@ func (s *Server) Start(cfg Config) error {
 	for _, l := range s.listeners {
 		s.wg.Add(1)
 		go s.acceptLoop(l)
+	}
+	if cfg.ReplicaOf != "" {
+		if err := s.startReplicaOf(cfg.ReplicaOf); err != nil {
+			return err
+		}
 	}
 	s.wg.Add(1)
 	go s.cron()
@@ -232,6 +248,9 @@ func (s *Server) cron() {
 			return
 		case <-t.C:
 		}
+		if s.repl.IsReplica() {
+			continue // a replica's keys expire when its primary says so (DEL)
+		}
 		deadline := time.Now().Add(5 * time.Millisecond)
 		for _, sh := range s.store.Shards() {
 			for time.Now().Before(deadline) {
@@ -262,6 +281,7 @@ func (s *Server) Close() error {
 		c.nc.Close()
 	}
 	s.clientsMu.Unlock()
+	s.repl.Close()
 	s.wg.Wait()
 	return nil
 }

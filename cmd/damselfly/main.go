@@ -45,6 +45,9 @@ type cli struct {
 	Shards        int              `help:"Number of shards (default: GOMAXPROCS)." default:"0" env:"DAMSELFLY_SHARDS"`
 	Dbnum         int              `help:"Number of databases." default:"16" env:"DAMSELFLY_DBNUM"`
 	Unixsocket    string           `help:"Also listen on this Unix socket." env:"DAMSELFLY_UNIXSOCKET"`
+	Replicaof     string           `help:"Replicate the primary at host:port from the start." env:"DAMSELFLY_REPLICAOF"`
+	Masterauth    string           `help:"Password to AUTH with on the primary." env:"DAMSELFLY_MASTERAUTH"`
+	ReplBacklog   memory           `name:"repl_backlog_size" help:"Replication backlog for partial resync (e.g. 1mb)." default:"1mb" env:"DAMSELFLY_REPL_BACKLOG_SIZE"`
 	Loglevel      string           `help:"debug, verbose, notice or warning." default:"notice" enum:"debug,verbose,notice,warning" env:"DAMSELFLY_LOGLEVEL"`
 	Version       kong.VersionFlag `help:"Print the version and exit."`
 }
@@ -83,6 +86,7 @@ func main() {
 		Port: c.Port, Bind: c.Bind, RequirePass: c.Requirepass, MaxMemory: int64(c.Maxmemory),
 		Dir: c.Dir, DBFilename: c.Dbfilename, Shards: c.Shards, DBNum: c.Dbnum,
 		UnixSocket: c.Unixsocket, ProtectedMode: c.ProtectedMode, Save: c.Save, Logger: log,
+		ReplicaOf: c.Replicaof, MasterAuth: c.Masterauth, ReplBacklogSize: int64(c.ReplBacklog),
 	}
 	srv := server.New(cfg)
 	if err := srv.Start(cfg); err != nil {
