@@ -105,8 +105,16 @@ type Node struct {
 	link         *link  // the link to our primary when a replica
 	pending      []byte // raw bytes of the primary's command being applied
 
+	// INFO stats: sync_full, sync_partial_ok, sync_partial_err.
+	syncFull, syncPartialOK, syncPartialErr atomic.Int64
+
 	closed chan struct{}
 	wg     sync.WaitGroup
+}
+
+// SyncStats returns INFO's sync_full, sync_partial_ok and sync_partial_err.
+func (n *Node) SyncStats() (full, partialOK, partialErr int64) {
+	return n.syncFull.Load(), n.syncPartialOK.Load(), n.syncPartialErr.Load()
 }
 
 // New makes a Node (a primary with a fresh replication ID).

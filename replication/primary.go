@@ -207,10 +207,15 @@ func (n *Node) ServePsync(ctx context.Context, p Peer, replid string, offset int
 	defer n.unregister(r)
 	defer r.kill("replica gone")
 	if !sync && n.tryPartial(r, p, replid, offset) {
+		n.syncPartialOK.Add(1)
 		go r.sendLoop()
 		r.readLoop(p.Pending)
 		return
 	}
+	if !sync && replid != "?" {
+		n.syncPartialErr.Add(1)
+	}
+	n.syncFull.Add(1)
 	if err := n.fullSync(ctx, r, p, !sync); err != nil {
 		n.log.Warn("full sync to replica failed", "replica", r.name(), "err", err)
 		return

@@ -558,6 +558,10 @@ func (s *Server) infoText(sections map[string]bool) string {
 		}
 		field("expired_keys", expired)
 		field("evicted_keys", 0)
+		full, pok, perr := s.repl.SyncStats()
+		field("sync_full", full)
+		field("sync_partial_ok", pok)
+		field("sync_partial_err", perr)
 		field("keyspace_hits", s.stats.keyHits.Load())
 		field("keyspace_misses", s.stats.keyMisses.Load())
 	}
