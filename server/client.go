@@ -49,6 +49,18 @@ type Client struct {
 	propagate [][]byte // how the running command is replicated (nil: not at all)
 
 	sess session // Pub/Sub, MULTI/EXEC, WATCH and script state (multi.go)
+	// Replication (see replication.go). fromPrimary marks the internal
+	// client that applies the primary's stream; woff is the stream offset
+	// after this client's last write (WAIT); handoff, when a command sets it,
+	// takes the connection over once pending replies are written (PSYNC):
+	// the serve loop stops reading and calls it instead.
+	fromPrimary bool
+	woff        int64
+	handoff     func(nc net.Conn, pending []byte)
+	replPort    int
+	replIP      string
+	replCapaEOF bool
+	replPsync2  bool
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -105,6 +117,11 @@ func (c *Client) serve() {
 		if perr != nil || c.quit || c.closed.Load() {
 			return
 		}
+		if h := c.handoff; h != nil {
+			c.handoff = nil
+			h(c.nc, append([]byte(nil), c.in[c.r:c.w]...))
+			return
+		}
 		if rerr != nil {
 			if !errors.Is(rerr, io.EOF) && !errors.Is(rerr, net.ErrClosed) {
 				c.srv.log.Debug("read error", "client", c.id, "err", rerr)
@@ -142,7 +159,7 @@ func (c *Client) makeRoom() {
 
 // processInput executes every complete request in the input buffer.
 func (c *Client) processInput() error {
-	for c.r < c.w && !c.quit && !c.closed.Load() {
+	for c.r < c.w && !c.quit && !c.closed.Load() && c.handoff == nil {
 		args, n, err := c.p.next(c.in[c.r:c.w])
 		switch {
 		case err == errNeedMore:
@@ -190,6 +207,10 @@ func (c *Client) execute(args [][]byte) {
 		return
 	}
 	if c.intercept(cmd, args) { // MULTI queuing, Pub/Sub context
+		return
+	}
+	if cmd.write && !c.fromPrimary && c.srv.repl.IsReplica() {
+		c.err("READONLY You can't write against a read only replica.")
 		return
 	}
 	c.srv.stats.commands.Add(1)

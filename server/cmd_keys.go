@@ -425,11 +425,16 @@ func expireGeneric(c *Client, args [][]byte, unit int64, absolute bool) {
 		return
 	}
 	if at <= t {
-		// A deadline in the past deletes the key, as in Redis.
+		// A deadline in the past deletes the key, as in Redis (replicated
+		// as DEL).
+		c.rewrite([]byte("DEL"), args[1])
 		sh.DB(c.db).Delete(&e)
 		c.int(1)
 		return
 	}
+	// Replicated with the absolute deadline, so replicas agree whenever
+	// they apply it.
+	c.rewrite(append([][]byte{[]byte("PEXPIREAT"), args[1], strconv.AppendInt(nil, at, 10)}, args[3:]...)...)
 	sh.DB(c.db).SetExpireAt(&e, at)
 	c.int(1)
 }

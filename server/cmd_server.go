@@ -36,7 +36,12 @@ func randUint64() uint64 {
 	return binary.LittleEndian.Uint64(b[:])
 }
 
-func (s *Server) role() string { return "master" }
+func (s *Server) role() string {
+	if s.repl.IsReplica() {
+		return "slave"
+	}
+	return "master"
+}
 
 // dbSize counts the keys of database db over all shards.
 func (s *Server) dbSize(c *Client, db int) int64 {
@@ -224,6 +229,10 @@ func cmdDebug(c *Client, args [][]byte) {
 		debugPopulate(c, args)
 	case "reload":
 		debugReload(c, args)
+	case "digest":
+		debugDigest(c)
+	case "digest-value":
+		debugDigestValue(c, args[2:])
 	case "sleep":
 		if len(args) != 3 {
 			c.errSyntax()
@@ -532,6 +541,10 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		}
 		field("expired_keys", expired)
 		field("evicted_keys", 0)
+		full, pok, perr := s.repl.SyncStats()
+		field("sync_full", full)
+		field("sync_partial_ok", pok)
+		field("sync_partial_err", perr)
 		field("keyspace_hits", s.stats.keyHits.Load())
 		field("keyspace_misses", s.stats.keyMisses.Load())
 		chans, pats := s.pubsubCounts()
@@ -540,10 +553,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 	}
 	if want("replication") {
 		section("Replication")
-		field("role", s.role())
-		field("connected_slaves", 0)
-		field("master_replid", s.runID)
-		field("master_repl_offset", 0)
+		b.WriteString(s.repl.InfoText())
 	}
 	if want("cpu") {
 		section("CPU")

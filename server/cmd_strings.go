@@ -147,6 +147,9 @@ func setGeneric(c *Client, key, val []byte, flags int, expireAt int64) {
 	}
 	if flags&setKeepTTL != 0 && found {
 		expireAt = e.ExpireAt()
+	} else if expireAt != 0 {
+		// SET EX/PX/EXAT, SETEX, PSETEX replicate as SET key value PXAT ms.
+		c.rewrite([]byte("SET"), key, val, []byte("PXAT"), strconv.AppendInt(nil, expireAt, 10))
 	}
 	sh.DB(c.db).Put(h, key, shard.Value{Type: shard.TypeString, Str: val, ExpireAt: expireAt})
 	if flags&setGet == 0 {
@@ -235,8 +238,13 @@ func cmdGetEx(c *Client, args [][]byte) {
 	c.bulk(e.Str())
 	switch {
 	case persist && e.ExpireAt() != 0:
+		c.rewrite([]byte("PERSIST"), args[1])
 		sh.DB(c.db).SetExpireAt(&e, 0)
+	case expireAt != 0 && expireAt <= now():
+		c.rewrite([]byte("DEL"), args[1])
+		sh.DB(c.db).Delete(&e)
 	case expireAt != 0:
+		c.rewrite([]byte("PEXPIREAT"), args[1], strconv.AppendInt(nil, expireAt, 10))
 		sh.DB(c.db).SetExpireAt(&e, expireAt)
 	}
 }
@@ -531,6 +539,9 @@ func cmdIncrByFloat(c *Client, args [][]byte) {
 	}
 	var tmp [64]byte
 	val := appendHumanFloat(tmp[:0], cur)
+	// Replicated as the resulting value, so float formatting on replicas
+	// cannot make them diverge.
+	c.rewrite([]byte("SET"), args[1], append([]byte(nil), val...), []byte("KEEPTTL"))
 	sh.DB(c.db).Put(h, args[1], shard.Value{Type: shard.TypeString, Str: val, ExpireAt: expireAt})
 	c.bulk(val)
 }

@@ -44,6 +44,7 @@ func commandTable() map[string]*command {
 	registerPubSub(reg)
 	registerMulti(reg)
 	registerScripting(reg)
+	registerReplication(reg)
 	return t
 }
 

@@ -85,12 +85,16 @@ func (c *Client) rewrite(args ...[]byte) { c.propagate = args }
 // Called with the command's shard locks held.
 func (s *Server) commitWrite(c *Client) {
 	s.dirty.Add(1)
-	if j := s.journal; j != nil && c.propagate != nil {
-		if c.sess.capture { // EXEC or a script: journaled at its end
-			c.captureWrite()
-			return
-		}
-		j(c.db, c.propagate)
+	switch {
+	case c.fromPrimary:
+		// The primary's exact bytes join our own stream (chained replicas,
+		// promotion); see replication.Node.CommitFromPrimary.
+		s.repl.CommitFromPrimary()
+	case c.propagate == nil:
+	case c.sess.capture: // EXEC or a script: journaled at its end
+		c.captureWrite()
+	default:
+		c.woff = s.journal(c.db, c.propagate)
 	}
 }
 
@@ -106,7 +110,5 @@ func (c *Client) lookup(key []byte) (*shard.Shard, shard.Entry, bool) {
 // RESP form.
 func (s *Server) commitMemcached(db int, args [][]byte) {
 	s.dirty.Add(1)
-	if j := s.journal; j != nil {
-		j(db, args)
-	}
+	s.journal(db, args)
 }

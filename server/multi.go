@@ -281,18 +281,18 @@ func (c *Client) flushCaptured() {
 	recs := c.sess.captured
 	c.sess.captured = nil
 	j := c.srv.journal
-	if j == nil || len(recs) == 0 {
+	if len(recs) == 0 {
 		return
 	}
 	if len(recs) == 1 {
-		j(recs[0].db, recs[0].args)
+		c.woff = j(recs[0].db, recs[0].args)
 		return
 	}
 	j(recs[0].db, [][]byte{[]byte("MULTI")})
 	for _, r := range recs {
 		j(r.db, r.args)
 	}
-	j(recs[len(recs)-1].db, [][]byte{[]byte("EXEC")})
+	c.woff = j(recs[len(recs)-1].db, [][]byte{[]byte("EXEC")})
 }
 
 // holds reports whether the running EXEC or script holds sh.

@@ -169,14 +169,17 @@ func TestExecJournal(t *testing.T) {
 	s := startServer(t)
 	var mu sync.Mutex
 	var got []string
-	s.journal = func(db int, args [][]byte) {
+	inner := s.journal
+	s.journal = func(db int, args [][]byte) int64 {
 		mu.Lock()
 		defer mu.Unlock()
+		defer inner(db, args)
 		line := fmt.Sprint(db)
 		for _, a := range args {
 			line += " " + string(a)
 		}
 		got = append(got, line)
+		return 0
 	}
 	r := dialRaw(t, s)
 	for _, cmd := range [][]string{{"MULTI"}, {"SET", "a", "1"}, {"GET", "a"}, {"SELECT", "2"}, {"INCR", "b"}, {"EXEC"},

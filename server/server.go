@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/damselflydb/damselfly/memcache"
+	"github.com/damselflydb/damselfly/replication"
 	"github.com/damselflydb/damselfly/shard"
 )
 
@@ -47,6 +48,12 @@ type Config struct {
 	MemcachedPort int
 	// MaxItemSize bounds memcached items (0: memcache.DefaultMaxItemSize).
 	MaxItemSize int
+	// Replication: ReplicaOf is "host:port" to replicate at start;
+	// MasterAuth the password for the primary; ReplBacklogSize
+	// repl-backlog-size (default 1mb).
+	ReplicaOf       string
+	MasterAuth      string
+	ReplBacklogSize int64
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -98,9 +105,15 @@ type Server struct {
 
 	// dirty counts committed writes (rdb_changes_since_last_save).
 	dirty atomic.Int64
-	// journal, when set, receives every committed write in commit order,
-	// with its database, while the writer holds its shard locks.
-	journal func(db int, args [][]byte)
+	// repl is the replication journal and role: every committed write is
+	// appended to it, in commit order, while the writer holds its shard
+	// locks (commitWrite). master is the internal client that applies the
+	// primary's stream when this server is a replica.
+	repl   *replication.Node
+	master *Client
+	// journal appends a committed write to the replication stream and
+	// returns the stream offset after it (s.repl.Append; tests may wrap it).
+	journal func(db int, args [][]byte) int64
 
 	persist   persistence
 	pubsub    *pubsubRegistry
@@ -144,6 +157,8 @@ func New(cfg Config) *Server {
 	s.outLimits.Store(&lim)
 	s.cmds = commandTable()
 	s.configParams = configParams()
+	s.initReplication(cfg)
+	s.journal = s.repl.Append
 	return s
 }
 
@@ -187,6 +202,11 @@ func (s *Server) Start(cfg Config) error {
 	for _, l := range s.listeners {
 		s.wg.Add(1)
 		go s.acceptLoop(l)
+	}
+	if cfg.ReplicaOf != "" {
+		if err := s.startReplicaOf(cfg.ReplicaOf); err != nil {
+			return err
+		}
 	}
 	s.wg.Add(1)
 	go s.cron()
@@ -274,6 +294,9 @@ func (s *Server) cron() {
 		case <-t.C:
 		}
 		s.saveCron()
+		if s.repl.IsReplica() {
+			continue // a replica's keys expire when its primary says so (DEL)
+		}
 		deadline := time.Now().Add(5 * time.Millisecond)
 		for _, sh := range s.store.Shards() {
 			for time.Now().Before(deadline) {
@@ -307,6 +330,7 @@ func (s *Server) Close() error {
 		c.nc.Close()
 	}
 	s.clientsMu.Unlock()
+	s.repl.Close()
 	s.wg.Wait()
 	return nil
 }

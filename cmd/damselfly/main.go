@@ -50,6 +50,9 @@ type cli struct {
 	Unixsocket    string           `help:"Also listen on this Unix socket." env:"DAMSELFLY_UNIXSOCKET"`
 	MemcachedPort int              `name:"memcached_port" help:"TCP port for the Memcached text protocol; 0 = off." default:"0" env:"DAMSELFLY_MEMCACHED_PORT"`
 	MaxItemSize   memory           `name:"max_item_size" help:"Largest memcached item (e.g. 1mb)." default:"1mb" env:"DAMSELFLY_MAX_ITEM_SIZE"`
+	Replicaof     string           `help:"Replicate the primary at host:port from the start." env:"DAMSELFLY_REPLICAOF"`
+	Masterauth    string           `help:"Password to AUTH with on the primary." env:"DAMSELFLY_MASTERAUTH"`
+	ReplBacklog   memory           `name:"repl_backlog_size" help:"Replication backlog for partial resync (e.g. 1mb)." default:"1mb" env:"DAMSELFLY_REPL_BACKLOG_SIZE"`
 	Loglevel      string           `help:"debug, verbose, notice or warning." default:"notice" enum:"debug,verbose,notice,warning" env:"DAMSELFLY_LOGLEVEL"`
 	Version       kong.VersionFlag `help:"Print the version and exit."`
 	Healthcheck   bool             `help:"Send PING to the server on 127.0.0.1:--port and exit 0 on PONG (for container health checks)."`
@@ -93,6 +96,7 @@ func main() {
 		Dir: c.Dir, DBFilename: c.Dbfilename, Shards: c.Shards, DBNum: c.Dbnum,
 		UnixSocket: c.Unixsocket, ProtectedMode: c.ProtectedMode, Save: c.Save, Logger: log,
 		MemcachedPort: c.MemcachedPort, MaxItemSize: int(c.MaxItemSize),
+		ReplicaOf: c.Replicaof, MasterAuth: c.Masterauth, ReplBacklogSize: int64(c.ReplBacklog),
 	}
 	srv := server.New(cfg)
 	// A dump that exists but cannot be read stops us here: starting empty

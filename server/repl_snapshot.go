@@ -1,0 +1,33 @@
+package server
+
+import (
+	"context"
+	"io"
+
+	"github.com/damselflydb/damselfly/shard"
+	"github.com/damselflydb/damselfly/snapshot"
+)
+
+// replSnapshot streams a forkless point-in-time RDB to a replica.
+func (s *Server) replSnapshot(ctx context.Context, w io.Writer, onCut func()) (int64, error) {
+	st, err := snapshot.Write(ctx, s.store, w, snapshot.Options{OnCut: onCut})
+	return st.Keys, err
+}
+
+// replLoad loads a primary's RDB into a fresh store and, only once it is
+// complete, installs it in place of the current dataset (all shards locked
+// for the swap of pointers only). On error the current dataset stays.
+func (s *Server) replLoad(r io.Reader) (int64, error) {
+	fresh := shard.NewStore(len(s.store.Shards()), s.store.DBNum())
+	st, err := snapshot.Load(fresh, r, "primary's RDB")
+	if err != nil {
+		return 0, err
+	}
+	all := s.store.All()
+	s.store.LockMany(&all)
+	for i, sh := range s.store.Shards() {
+		sh.Adopt(fresh.Shards()[i])
+	}
+	s.store.UnlockMany(&all)
+	return st.Keys, nil
+}
