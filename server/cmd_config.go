@@ -93,6 +93,16 @@ func configParams() map[string]configParam {
 		},
 		"databases": {get: func(s *Server) string { return strconv.Itoa(s.store.DBNum()) }},
 		"port":      {get: func(s *Server) string { return strconv.Itoa(s.port) }},
+		"rdbcompression": {
+			get: func(s *Server) string { return yesNo(s.cfg.rdbCompression.Load()) },
+			set: func(s *Server, v string) error {
+				b, err := parseYesNo(v)
+				if err == nil {
+					s.cfg.rdbCompression.Store(b)
+				}
+				return err
+			},
+		},
 		"protected-mode": {
 			get: func(s *Server) string { return yesNo(s.cfg.protectedMode.Load()) },
 			set: func(s *Server, v string) error {

@@ -66,6 +66,7 @@ type liveConfig struct {
 	maxMemory       atomic.Int64
 	protoMaxBulkLen atomic.Int64
 	protectedMode   atomic.Bool
+	rdbCompression  atomic.Bool       // LZF in dumps (rdbcompression); see snapshot.Options.Compress
 	params          map[string]string // other CONFIG parameters, kept as given
 }
 
