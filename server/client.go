@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net"
 	"runtime/debug"
 	"strings"
@@ -47,6 +48,12 @@ type Client struct {
 
 	dirtyMark uint64   // shard change counter(s) when the command locked them
 	propagate [][]byte // how the running command is replicated (nil: not at all)
+
+	rnd     *rand.Rand             // random source of the collection commands
+	blocked atomic.Pointer[waiter] // set while the client waits in a blocking command
+	// noBlock makes blocking commands answer at once as if timed out (set
+	// while running EXEC or a script, as Redis does).
+	noBlock bool
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {

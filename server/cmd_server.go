@@ -167,6 +167,9 @@ func objectEncoding(e *shard.Entry) string {
 		}
 		return "raw"
 	}
+	if e.Type() == shard.TypeList {
+		return "quicklist" // Redis 7.0 has no listpack lists
+	}
 	if enc, ok := e.Obj().(interface{ Encoding() string }); ok {
 		return enc.Encoding()
 	}
@@ -509,7 +512,7 @@ func (s *Server) infoText(sections map[string]bool) string {
 		s.clientsMu.Unlock()
 		field("connected_clients", n)
 		field("maxclients", 10000)
-		field("blocked_clients", 0)
+		field("blocked_clients", s.blockedClients())
 	}
 	if want("memory") {
 		section("Memory")

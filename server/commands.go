@@ -39,6 +39,7 @@ func commandTable() map[string]*command {
 	registerServer(reg)
 	registerStrings(reg)
 	registerKeys(reg)
+	registerLists(reg)
 	return t
 }
 

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/damselflydb/damselfly/shard"
+	"github.com/damselflydb/damselfly/shard/types"
 )
 
 // Version is the server version reported by INFO and --version.
@@ -94,6 +95,13 @@ type Server struct {
 	// with its database, while the writer holds its shard locks.
 	journal func(db int, args [][]byte)
 
+	// limits are the collection encoding thresholds (CONFIG SET replaces
+	// the whole value).
+	limits   atomic.Pointer[types.Limits]
+	limitsMu sync.Mutex // serializes CONFIG SET of the limits
+	// blocking is the registry of clients waiting in BLPOP and friends.
+	blocking blockRegistry
+
 	shutdownOnce sync.Once
 	done         chan struct{}
 	wg           sync.WaitGroup
@@ -124,6 +132,9 @@ func New(cfg Config) *Server {
 	s.cfg.protoMaxBulkLen.Store(defaultMaxBulkBytes)
 	s.cfg.protectedMode.Store(cfg.ProtectedMode)
 	s.cfg.params = map[string]string{}
+	lim := defaultLimits()
+	s.limits.Store(&lim)
+	s.blocking.init()
 	s.cmds = commandTable()
 	s.configParams = configParams()
 	return s
