@@ -40,6 +40,7 @@ func commandTable() map[string]*command {
 	registerStrings(reg)
 	registerKeys(reg)
 	registerLists(reg)
+	registerHashes(reg)
 	return t
 }
 
