@@ -41,6 +41,7 @@ func commandTable() map[string]*command {
 	registerKeys(reg)
 	registerLists(reg)
 	registerHashes(reg)
+	registerSets(reg)
 	return t
 }
 
