@@ -42,6 +42,7 @@ func commandTable() map[string]*command {
 	registerLists(reg)
 	registerHashes(reg)
 	registerSets(reg)
+	registerZSets(reg)
 	return t
 }
 
