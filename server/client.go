@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net"
 	"runtime/debug"
 	"strings"
@@ -61,6 +62,11 @@ type Client struct {
 	replIP      string
 	replCapaEOF bool
 	replPsync2  bool
+	rnd         *rand.Rand             // random source of the collection commands
+	blocked     atomic.Pointer[waiter] // set while the client waits in a blocking command
+	// noBlock makes blocking commands answer at once as if timed out (set
+	// while running EXEC or a script, as Redis does).
+	noBlock bool
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {

@@ -45,6 +45,10 @@ func commandTable() map[string]*command {
 	registerMulti(reg)
 	registerScripting(reg)
 	registerReplication(reg)
+	registerLists(reg)
+	registerHashes(reg)
+	registerSets(reg)
+	registerZSets(reg)
 	return t
 }
 

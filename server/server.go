@@ -24,6 +24,7 @@ import (
 	"github.com/damselflydb/damselfly/memcache"
 	"github.com/damselflydb/damselfly/replication"
 	"github.com/damselflydb/damselfly/shard"
+	"github.com/damselflydb/damselfly/shard/types"
 )
 
 // Version is the server version reported by INFO and --version.
@@ -121,6 +122,13 @@ type Server struct {
 	outLimits atomic.Pointer[outLimits] // client-output-buffer-limit
 	scripts   *scriptCache
 
+	// limits are the collection encoding thresholds (CONFIG SET replaces
+	// the whole value).
+	limits   atomic.Pointer[types.Limits]
+	limitsMu sync.Mutex // serializes CONFIG SET of the limits
+	// blocking is the registry of clients waiting in BLPOP and friends.
+	blocking blockRegistry
+
 	shutdownOnce sync.Once
 	done         chan struct{}
 	wg           sync.WaitGroup
@@ -156,6 +164,9 @@ func New(cfg Config) *Server {
 	s.scripts = newScriptCache()
 	lim := defaultOutLimits
 	s.outLimits.Store(&lim)
+	limits := defaultLimits()
+	s.limits.Store(&limits)
+	s.blocking.init()
 	s.cmds = commandTable()
 	s.configParams = configParams()
 	s.initReplication(cfg)
