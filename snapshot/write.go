@@ -33,7 +33,16 @@
 // data pile up.
 //
 // Keys already expired at the cut are left out (a loader drops them anyway).
-// Memcached flags and CAS values are not part of RDB and are not saved.
+//
+// Memcached items keep their 32-bit client flags: a key whose entry carries
+// nonzero flags is preceded by an AUX field rdb.AuxMCFlags ("df-mc-flags",
+// decimal value), written in the same chunk as the key so nothing can come
+// between them. Redis 7.0's loader and redis-check-rdb accept AUX fields
+// between any two records and ignore unknown names, so the file stays a
+// valid Redis RDB (Redis drops the flags); Load gives the flags to the next
+// key it reads. CAS uniques are not saved: the memcached front end stamps a
+// fresh one the first time a loaded item's CAS is needed, as it does for
+// keys written through RESP.
 package snapshot
 
 import (
@@ -439,6 +448,11 @@ var errUnknownObject = errors.New("unknown collection object")
 // encode writes one key as an RDB record.
 func encode(w *rdb.Writer, e *shard.Entry, exp int64) error {
 	key := e.Key()
+	if e.HasMeta() {
+		if err := w.MCFlags(e.MCFlags()); err != nil {
+			return err
+		}
+	}
 	switch e.Type() {
 	case shard.TypeString:
 		return w.String(key, e.Str(), exp)
