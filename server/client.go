@@ -212,7 +212,14 @@ func (c *Client) execute(args [][]byte) {
 		c.err(misconfErr)
 		return
 	}
-	if c.intercept(cmd, args) { // MULTI queuing, Pub/Sub context
+	if cmd.denyOOM && !c.fromPrimary {
+		if max := c.srv.cfg.maxMemory.Load(); max > 0 && c.srv.usedMem.Load() > max {
+			c.err("OOM command not allowed when used memory > 'maxmemory'.")
+			c.txFlag()
+			return
+		}
+	}
+		if c.intercept(cmd, args) { // MULTI queuing, Pub/Sub context
 		return
 	}
 	if cmd.write && !c.fromPrimary && c.srv.repl.IsReplica() {

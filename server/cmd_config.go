@@ -47,6 +47,9 @@ func configParams() map[string]configParam {
 					return err
 				}
 				s.cfg.maxMemory.Store(n)
+				if n > 0 {
+					s.usedMem.Store(s.usedMemory(nil))
+				}
 				return nil
 			},
 		},

@@ -14,6 +14,7 @@ type command struct {
 	step     int
 	noAuth   bool // allowed before AUTH
 	write    bool
+	denyOOM  bool // refused while used memory is over maxmemory
 	fn       func(c *Client, args [][]byte)
 	group    string
 	summary  string
@@ -31,6 +32,8 @@ func commandTable() map[string]*command {
 				cmd.write = true
 			case "no_auth":
 				cmd.noAuth = true
+			case "denyoom":
+				cmd.denyOOM = true
 			}
 		}
 		t[name] = cmd

@@ -105,6 +105,10 @@ type Server struct {
 	started      time.Time
 	runID        string
 
+	// usedMem is used_memory as of the last cron tick, kept only while
+	// maxmemory is set (reading it per command would stop the world).
+	usedMem atomic.Int64
+
 	// dirty counts committed writes (rdb_changes_since_last_save).
 	dirty atomic.Int64
 	// repl is the replication journal and role: every committed write is
@@ -306,6 +310,9 @@ func (s *Server) cron() {
 		case <-t.C:
 		}
 		s.saveCron()
+		if s.cfg.maxMemory.Load() > 0 {
+			s.usedMem.Store(s.usedMemory(nil))
+		}
 		if s.repl.IsReplica() {
 			continue // a replica's keys expire when its primary says so (DEL)
 		}
