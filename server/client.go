@@ -219,7 +219,7 @@ func (c *Client) execute(args [][]byte) {
 			return
 		}
 	}
-		if c.intercept(cmd, args) { // MULTI queuing, Pub/Sub context
+	if c.intercept(cmd, args) { // MULTI queuing, Pub/Sub context
 		return
 	}
 	if cmd.write && !c.fromPrimary && c.srv.repl.IsReplica() {
