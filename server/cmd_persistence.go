@@ -205,7 +205,7 @@ func (s *Server) Save(reason string) error {
 
 // backgroundPace limits a background save (and a full sync) to about a
 // third of a core while clients write; see snapshot.Options.Pace.
-const backgroundPace = 2
+const backgroundPace = 4
 
 // startBgsave starts a background save.
 func (s *Server) startBgsave(reason string) error {
