@@ -318,25 +318,9 @@ func cmdHRandField(c *Client, args [][]byte) {
 		hs.RandomFields(c.rand(), 1, func(f, _ []byte) { c.bulk(f) })
 		return
 	}
-	count, ok := parseInt(args[2])
+	count, withValues, ok := parseRandCount(c, args, "withvalues")
 	if !ok {
-		c.errNotInteger()
 		return
-	}
-	if count == math.MinInt64 {
-		c.err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
-		return
-	}
-	withValues := false
-	if len(args) > 4 || (len(args) == 4 && !eq(args[3], "withvalues")) {
-		c.errSyntax()
-		return
-	} else if len(args) == 4 {
-		withValues = true
-		if count < -math.MaxInt64/2 || count > math.MaxInt64/2 {
-			c.err("ERR value is out of range")
-			return
-		}
 	}
 	sh, hs, bad := c.readHash(args[1])
 	defer c.unlockKey(sh)
@@ -347,20 +331,7 @@ func cmdHRandField(c *Client, args [][]byte) {
 		c.array(0)
 		return
 	}
-	n := count
-	if n < 0 {
-		n = -n
-	} else {
-		n = min(n, int64(hs.Len()))
-	}
-	switch {
-	case withValues && c.proto == 3:
-		c.array(int(n))
-	case withValues:
-		c.array(int(2 * n))
-	default:
-		c.array(int(n))
-	}
+	c.randReplyHeader(count, hs.Len(), withValues)
 	hs.RandomFields(c.rand(), count, func(f, v []byte) {
 		if withValues && c.proto == 3 {
 			c.array(2)
@@ -401,4 +372,46 @@ func cmdHScan(c *Client, args [][]byte) {
 	for _, b := range out {
 		c.bulk(b)
 	}
+}
+
+// parseRandCount parses the "count [WITH…]" arguments of HRANDFIELD and
+// ZRANDMEMBER (args[2:]) with Redis's range checks.
+func parseRandCount(c *Client, args [][]byte, with string) (count int64, withPairs, ok bool) {
+	count, ok = parseInt(args[2])
+	if !ok {
+		c.errNotInteger()
+		return 0, false, false
+	}
+	if count == math.MinInt64 {
+		c.err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+		return 0, false, false
+	}
+	if len(args) > 4 || (len(args) == 4 && !eq(args[3], with)) {
+		c.errSyntax()
+		return 0, false, false
+	}
+	if len(args) == 4 {
+		if count < -math.MaxInt64/2 || count > math.MaxInt64/2 {
+			c.err("ERR value is out of range")
+			return 0, false, false
+		}
+		return count, true, true
+	}
+	return count, false, true
+}
+
+// randReplyHeader starts the reply of HRANDFIELD/ZRANDMEMBER with a count:
+// n picks (all distinct when count > 0, so at most size), as pairs when
+// withPairs (nested in RESP3, flat in RESP2).
+func (c *Client) randReplyHeader(count int64, size int, withPairs bool) {
+	n := count
+	if n < 0 {
+		n = -n
+	} else {
+		n = min(n, int64(size))
+	}
+	if withPairs && c.proto != 3 {
+		n *= 2
+	}
+	c.array(int(n))
 }

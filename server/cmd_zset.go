@@ -769,25 +769,9 @@ func cmdZRandMember(c *Client, args [][]byte) {
 		z.RandomMembers(c.rand(), 1, func(m []byte, _ float64) { c.bulk(m) })
 		return
 	}
-	count, ok := parseInt(args[2])
+	count, withScores, ok := parseRandCount(c, args, "withscores")
 	if !ok {
-		c.errNotInteger()
 		return
-	}
-	if count == math.MinInt64 {
-		c.err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
-		return
-	}
-	withScores := false
-	if len(args) > 4 || (len(args) == 4 && !eq(args[3], "withscores")) {
-		c.errSyntax()
-		return
-	} else if len(args) == 4 {
-		withScores = true
-		if count < -math.MaxInt64/2 || count > math.MaxInt64/2 {
-			c.err("ERR value is out of range")
-			return
-		}
 	}
 	sh, z, bad := c.readZSet(args[1])
 	defer c.unlockKey(sh)
@@ -798,20 +782,7 @@ func cmdZRandMember(c *Client, args [][]byte) {
 		c.array(0)
 		return
 	}
-	n := count
-	if n < 0 {
-		n = -n
-	} else {
-		n = min(n, int64(z.Len()))
-	}
-	switch {
-	case withScores && c.proto == 3:
-		c.array(int(n))
-	case withScores:
-		c.array(int(2 * n))
-	default:
-		c.array(int(n))
-	}
+	c.randReplyHeader(count, z.Len(), withScores)
 	z.RandomMembers(c.rand(), count, func(m []byte, s float64) {
 		if withScores && c.proto == 3 {
 			c.array(2)
