@@ -57,7 +57,9 @@ func commandTable() map[string]*command {
 type registrar = func(name string, arity int, flags string, first, last, step int, group string, fn func(*Client, [][]byte))
 
 // mayBlockCommands are the commands, besides those flagged "blocking", that
-// may wait or take the connection over (see Client.mayBlock).
+// may wait or take the connection over (see Client.mayBlock). A command that
+// starts queued output (startAsync, Pub/Sub) or sets Client.handoff must be
+// listed: those need the connection as a net.Conn.
 var mayBlockCommands = map[string]bool{
 	"subscribe": true, "psubscribe": true, "ssubscribe": true,
 	"psync": true, "sync": true, "wait": true,

@@ -239,7 +239,9 @@ func (l *eventLoop) run() {
 				continue
 			}
 			c := l.conns[fd]
-			if ev.Events&syscall.EPOLLOUT != 0 {
+			if c.waitOut && ev.Events&(syscall.EPOLLOUT|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 {
+				// On a hang-up or error the write fails and c is closed
+				// (level-triggered: ignoring it would spin).
 				if !l.flush(c) {
 					l.closeClient(c)
 					continue
@@ -304,7 +306,7 @@ func (l *eventLoop) readable(c *Client, now int64) {
 	if perr := c.processInput(); perr != nil {
 		c.quit = true
 	}
-	if c.detach || c.handoff != nil || c.sess.outq != nil {
+	if c.detach || c.handoff != nil {
 		l.detachClient(c)
 		return
 	}
