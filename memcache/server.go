@@ -29,6 +29,26 @@
 //     than the one a client saw before, which is what cas needs.
 //   - Collections (lists, hashes...) are not memcached items: reads treat
 //     them as misses and set replaces them, as a Redis SET would.
+//   - Persistence keeps client flags: a snapshot writes an item's nonzero
+//     flags as a df-mc-flags AUX field right before the key (package
+//     snapshot), which Redis ignores and Damselfly's loader applies to that
+//     key (SAVE/BGSAVE + restart, DEBUG RELOAD, a replica's full sync).
+//     CAS uniques are not saved; a loaded item gets a fresh one when first
+//     needed, like a RESP-written key.
+//   - Replication trade-off: the command stream carries memcached writes as
+//     plain SET, so an item written after a replica's full sync reaches the
+//     replica with flags 0 (the value and TTL are exact). The stream is one
+//     byte sequence shared by every replica and the backlog (offsets must
+//     agree for PSYNC, chained replicas and promotion), so it cannot vary
+//     with what a replica announced in REPLCONF capa; and any command that
+//     carries flags (a Damselfly-only DFMCSET, or SET followed by one) would
+//     be rejected by a redis-server replica, logged as an error from its
+//     master on every write. Plain SET keeps redis-server replicas exact and
+//     loses only the flags of items written since the last full sync on
+//     Damselfly replicas. (A Redis-accepted carrier, e.g. the SET wrapped in
+//     a fixed EVAL script that a Damselfly replica recognises and applies
+//     natively, would lift this at the cost of a Lua call per write on Redis
+//     replicas; not done.)
 package memcache
 
 import (

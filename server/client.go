@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net"
 	"runtime/debug"
 	"strings"
@@ -76,6 +77,11 @@ type Client struct {
 	replIP      string
 	replCapaEOF bool
 	replPsync2  bool
+	rnd         *rand.Rand             // random source of the collection commands
+	blocked     atomic.Pointer[waiter] // set while the client waits in a blocking command
+	// noBlock makes blocking commands answer at once as if timed out (set
+	// while running EXEC or a script, as Redis does).
+	noBlock bool
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -243,6 +249,13 @@ func (c *Client) execute(args [][]byte) {
 	if (cmd.write || cmd.name == "ping") && c.srv.persist.lastErr.Load() && c.srv.writesDenied() {
 		c.err(misconfErr)
 		return
+	}
+	if cmd.denyOOM && !c.fromPrimary {
+		if max := c.srv.cfg.maxMemory.Load(); max > 0 && c.srv.usedMem.Load() > max {
+			c.err("OOM command not allowed when used memory > 'maxmemory'.")
+			c.txFlag()
+			return
+		}
 	}
 	if c.intercept(cmd, args) { // MULTI queuing, Pub/Sub context
 		return

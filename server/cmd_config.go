@@ -2,8 +2,12 @@ package server
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"strconv"
 	"strings"
+
+	"github.com/damselflydb/damselfly/shard/types"
 )
 
 // ParseMemory parses a memory amount with Redis's units: b, k (1000),
@@ -34,7 +38,7 @@ type configParam struct {
 }
 
 func configParams() map[string]configParam {
-	return map[string]configParam{
+	m := map[string]configParam{
 		"maxmemory": {
 			get: func(s *Server) string { return strconv.FormatInt(s.cfg.maxMemory.Load(), 10) },
 			set: func(s *Server, v string) error {
@@ -43,6 +47,9 @@ func configParams() map[string]configParam {
 					return err
 				}
 				s.cfg.maxMemory.Store(n)
+				if n > 0 {
+					s.usedMem.Store(s.usedMemory(nil))
+				}
 				return nil
 			},
 		},
@@ -93,6 +100,16 @@ func configParams() map[string]configParam {
 		},
 		"databases": {get: func(s *Server) string { return strconv.Itoa(s.store.DBNum()) }},
 		"port":      {get: func(s *Server) string { return strconv.Itoa(s.port) }},
+		"rdbcompression": {
+			get: func(s *Server) string { return yesNo(s.cfg.rdbCompression.Load()) },
+			set: func(s *Server, v string) error {
+				b, err := parseYesNo(v)
+				if err == nil {
+					s.cfg.rdbCompression.Store(b)
+				}
+				return err
+			},
+		},
 		"protected-mode": {
 			get: func(s *Server) string { return yesNo(s.cfg.protectedMode.Load()) },
 			set: func(s *Server, v string) error {
@@ -128,6 +145,63 @@ func configParams() map[string]configParam {
 		"appendonly":                 {get: func(s *Server) string { return "no" }},
 		"maxmemory-policy":           {get: func(s *Server) string { return "noeviction" }},
 		"timeout":                    {get: func(s *Server) string { return "0" }},
+	}
+	limitParams(m)
+	return m
+}
+
+// limitParams are the collection encoding thresholds (types.Limits), under
+// their Redis 7.0 names and the older ziplist aliases. The set-max-listpack-*
+// parameters are Redis 7.2's; their default 0 gives Redis 7.0's behaviour.
+func limitParams(m map[string]configParam) {
+	type lp struct {
+		names  []string
+		field  func(l *types.Limits) *int
+		memory bool // accepts memory units, like Redis's MEMORY_CONFIG
+		min    int64
+		max    int64
+	}
+	for _, p := range []lp{
+		{[]string{"hash-max-listpack-entries", "hash-max-ziplist-entries"}, func(l *types.Limits) *int { return &l.HashMaxListpackEntries }, false, 0, math.MaxInt64},
+		{[]string{"hash-max-listpack-value", "hash-max-ziplist-value"}, func(l *types.Limits) *int { return &l.HashMaxListpackValue }, true, 0, math.MaxInt64},
+		{[]string{"set-max-intset-entries"}, func(l *types.Limits) *int { return &l.SetMaxIntsetEntries }, false, 0, math.MaxInt64},
+		{[]string{"set-max-listpack-entries"}, func(l *types.Limits) *int { return &l.SetMaxListpackEntries }, false, 0, math.MaxInt64},
+		{[]string{"set-max-listpack-value"}, func(l *types.Limits) *int { return &l.SetMaxListpackValue }, true, 0, math.MaxInt64},
+		{[]string{"zset-max-listpack-entries", "zset-max-ziplist-entries"}, func(l *types.Limits) *int { return &l.ZSetMaxListpackEntries }, false, 0, math.MaxInt64},
+		{[]string{"zset-max-listpack-value", "zset-max-ziplist-value"}, func(l *types.Limits) *int { return &l.ZSetMaxListpackValue }, true, 0, math.MaxInt64},
+		{[]string{"list-max-listpack-size", "list-max-ziplist-size"}, func(l *types.Limits) *int { return &l.ListMaxListpackSize }, false, math.MinInt32, math.MaxInt32},
+	} {
+		p := p
+		param := configParam{
+			get: func(s *Server) string { return strconv.Itoa(*p.field(s.limits.Load())) },
+			set: func(s *Server, v string) error {
+				var n int64
+				if p.memory {
+					var err error
+					if n, err = ParseMemory(v); err != nil {
+						return err
+					}
+				} else {
+					var ok bool
+					if n, ok = parseInt([]byte(v)); !ok {
+						return errors.New("argument couldn't be parsed into an integer")
+					}
+				}
+				if n < p.min || n > p.max {
+					return fmt.Errorf("argument must be between %d and %d inclusive", p.min, p.max)
+				}
+				// Copy-on-write: commands hold a pointer to a consistent set.
+				s.limitsMu.Lock()
+				l := *s.limits.Load()
+				*p.field(&l) = int(n)
+				s.limits.Store(&l)
+				s.limitsMu.Unlock()
+				return nil
+			},
+		}
+		for _, name := range p.names {
+			m[name] = param
+		}
 	}
 }
 

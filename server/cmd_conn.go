@@ -220,14 +220,44 @@ func cmdClient(c *Client, args [][]byte) {
 		c.verbatim(sb.String())
 	case "kill":
 		c.clientKill(args[2:])
+	case "unblock":
+		c.clientUnblock(args)
 	case "setinfo", "no-evict", "no-touch":
 		c.ok()
 	case "help":
 		c.array(1)
-		c.simple("CLIENT <subcommand> [<arg> ...]. Subcommands are: ID, SETNAME, GETNAME, INFO, LIST, KILL, HELP.")
+		c.simple("CLIENT <subcommand> [<arg> ...]. Subcommands are: ID, SETNAME, GETNAME, INFO, LIST, KILL, UNBLOCK, HELP.")
 	default:
 		c.err("ERR unknown subcommand '" + sanitize(args[1], 128) + "'. Try CLIENT HELP.")
 	}
+}
+
+// clientUnblock is CLIENT UNBLOCK id [TIMEOUT|ERROR].
+func (c *Client) clientUnblock(args [][]byte) {
+	if len(args) < 3 || len(args) > 4 {
+		c.err("ERR wrong number of arguments for 'client|unblock' command")
+		return
+	}
+	id, ok := parseInt(args[2])
+	if !ok {
+		c.errNotInteger()
+		return
+	}
+	how := int32(unblockTimeout)
+	if len(args) == 4 {
+		switch {
+		case eq(args[3], "timeout"):
+		case eq(args[3], "error"):
+			how = unblockError
+		default:
+			c.err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+			return
+		}
+	}
+	c.srv.clientsMu.Lock()
+	target := c.srv.clients[id]
+	c.srv.clientsMu.Unlock()
+	c.boolInt(target != nil && target.unblock(how))
 }
 
 func (c *Client) clientKill(args [][]byte) {

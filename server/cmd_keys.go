@@ -119,6 +119,7 @@ func renameGeneric(c *Client, args [][]byte, nx bool) {
 		dsh.DB(c.db).Delete(&old)
 	}
 	dsh.DB(c.db).Put(dh, dst, v)
+	c.srv.signalIfBlockable(c.db, dst, v.Type)
 	if nx {
 		c.int(1)
 	} else {
@@ -173,10 +174,13 @@ func cmdCopy(c *Client, args [][]byte) {
 		v := valueOf(&e, true)
 		dsh.DB(dstDB).Delete(&old)
 		dsh.DB(dstDB).Put(dh, dst, v)
+		c.srv.signalIfBlockable(dstDB, dst, v.Type)
 		c.int(1)
 		return
 	}
-	dsh.DB(dstDB).Put(dh, dst, valueOf(&e, true))
+	v := valueOf(&e, true)
+	dsh.DB(dstDB).Put(dh, dst, v)
+	c.srv.signalIfBlockable(dstDB, dst, v.Type)
 	c.int(1)
 }
 
@@ -205,6 +209,7 @@ func cmdMove(c *Client, args [][]byte) {
 	v := valueOf(&e, false)
 	sh.DB(c.db).Forget(&e)
 	sh.DB(int(n)).Put(h, args[1], v)
+	c.srv.signalIfBlockable(int(n), args[1], v.Type)
 	c.int(1)
 }
 

@@ -127,7 +127,7 @@ func (s *Server) endSave() {
 }
 
 // saveRDB writes the dump: temp file, fsync, rename, fsync of the directory.
-func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Progress) error {
+func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Progress, pace int) error {
 	dir, path := s.dumpPath()
 	s.persist.mu.Lock()
 	tmp := filepath.Join(dir, fmt.Sprintf("temp-%d-%d.rdb", os.Getpid(), s.persist.seq))
@@ -142,6 +142,8 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 		st, err := snapshot.Write(ctx, s.store, f, snapshot.Options{
 			OnCut:    func() { dirtyAtCut = s.dirty.Load() },
 			Progress: prog,
+			Compress: s.cfg.rdbCompression.Load(),
+			Pace:     pace,
 		})
 		if err == nil {
 			err = f.Sync()
@@ -198,8 +200,12 @@ func (s *Server) Save(reason string) error {
 		return err
 	}
 	defer s.endSave()
-	return s.saveRDB(ctx, reason, prog)
+	return s.saveRDB(ctx, reason, prog, 0)
 }
+
+// backgroundPace limits a background save (and a full sync) to about a
+// third of a core while clients write; see snapshot.Options.Pace.
+const backgroundPace = 4
 
 // startBgsave starts a background save.
 func (s *Server) startBgsave(reason string) error {
@@ -211,7 +217,7 @@ func (s *Server) startBgsave(reason string) error {
 	go func() {
 		defer s.wg.Done()
 		defer s.endSave()
-		_ = s.saveRDB(ctx, reason, prog)
+		_ = s.saveRDB(ctx, reason, prog, backgroundPace)
 	}()
 	return nil
 }

@@ -156,6 +156,9 @@ func objectEncoding(e *shard.Entry) string {
 		}
 		return "raw"
 	}
+	if e.Type() == shard.TypeList {
+		return "quicklist" // Redis 7.0 has no listpack lists
+	}
 	if enc, ok := e.Obj().(interface{ Encoding() string }); ok {
 		return enc.Encoding()
 	}
@@ -504,7 +507,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		s.clientsMu.Unlock()
 		field("connected_clients", n)
 		field("maxclients", 10000)
-		field("blocked_clients", 0)
+		field("blocked_clients", s.blockedClients())
 	}
 	if want("memory") {
 		section("Memory")

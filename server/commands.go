@@ -15,6 +15,7 @@ type command struct {
 	noAuth   bool // allowed before AUTH
 	write    bool
 	mayBlock bool // never run on an event loop (Client.mayBlock)
+	denyOOM  bool // refused while used memory is over maxmemory
 	fn       func(c *Client, args [][]byte)
 	group    string
 	summary  string
@@ -34,6 +35,8 @@ func commandTable() map[string]*command {
 				cmd.noAuth = true
 			case "blocking":
 				cmd.mayBlock = true
+			case "denyoom":
+				cmd.denyOOM = true
 			}
 		}
 		if mayBlockCommands[name] {
@@ -51,6 +54,10 @@ func commandTable() map[string]*command {
 	registerMulti(reg)
 	registerScripting(reg)
 	registerReplication(reg)
+	registerLists(reg)
+	registerHashes(reg)
+	registerSets(reg)
+	registerZSets(reg)
 	return t
 }
 

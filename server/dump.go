@@ -119,6 +119,7 @@ func cmdRestore(c *Client, args [][]byte) {
 	}
 	v.ExpireAt = ttl
 	d.Put(h, key, v)
+	c.srv.signalIfBlockable(c.db, key, v.Type) // a restored list may serve BLPOP
 	if ttl > 0 {
 		c.rewrite([]byte("RESTORE"), key, []byte(strconv.FormatInt(ttl, 10)), args[3], []byte("REPLACE"), []byte("ABSTTL"))
 	}

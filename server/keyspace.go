@@ -23,6 +23,9 @@ func (c *Client) lockKey(key []byte) (*shard.Shard, uint64) {
 	if !c.holds(sh) {
 		sh.Lock()
 	}
+	if c.fromPrimary {
+		sh.SetPrimaryView(true)
+	}
 	c.dirtyMark = sh.Dirty()
 	return sh, h
 }
@@ -31,6 +34,9 @@ func (c *Client) lockKey(key []byte) (*shard.Shard, uint64) {
 func (c *Client) unlockKey(sh *shard.Shard) {
 	if sh.Dirty() != c.dirtyMark {
 		c.srv.commitWrite(c)
+	}
+	if c.fromPrimary {
+		sh.SetPrimaryView(false)
 	}
 	if !c.holds(sh) {
 		sh.Unlock()
@@ -60,6 +66,9 @@ func (c *Client) lockSet(set *shard.Set) *shard.Set {
 	} else {
 		c.srv.store.LockMany(set)
 	}
+	if c.fromPrimary {
+		c.primaryView(set, true)
+	}
 	c.dirtyMark = c.srv.store.DirtySum(set)
 	return set
 }
@@ -69,10 +78,23 @@ func (c *Client) unlock(set *shard.Set) {
 	if c.srv.store.DirtySum(set) != c.dirtyMark {
 		c.srv.commitWrite(c)
 	}
+	if c.fromPrimary {
+		c.primaryView(set, false)
+	}
 	if c.sess.held != nil {
 		c.unlockUnheld(set)
 	} else {
 		c.srv.store.UnlockMany(set)
+	}
+}
+
+// primaryView marks the locked shards of set as applying the primary's
+// stream (on) or not: on a replica, the master client must see keys that
+// expired by our clock but not yet by the primary's (shard.Shard.Lookup).
+func (c *Client) primaryView(set *shard.Set, on bool) {
+	shards := c.srv.store.Shards()
+	for _, id := range set.IDs() {
+		shards[id].SetPrimaryView(on)
 	}
 }
 

@@ -1,9 +1,22 @@
 package server
 
+import (
+	"fmt"
+
+	"github.com/damselflydb/damselfly/shard/types"
+)
+
 // cloneObject deep-copies a collection value (COPY).
 func cloneObject(o any) any {
-	if cl, ok := o.(interface{ CloneValue() any }); ok {
-		return cl.CloneValue()
+	switch v := o.(type) {
+	case *types.List:
+		return v.Clone()
+	case *types.Hash:
+		return v.Clone()
+	case *types.Set:
+		return v.Clone()
+	case *types.ZSet:
+		return v.Clone()
 	}
-	panic("cloneObject: value type cannot be copied")
+	panic(fmt.Sprintf("cloneObject: value type %T cannot be copied", o))
 }

@@ -51,6 +51,7 @@ func (s *Server) startReplicaOf(hp string) error {
 	if s.isSelf(host, port) {
 		return errors.New("--replicaof: this server cannot replicate itself")
 	}
+	s.store.SetReplica(true)
 	s.repl.ReplicaOf(host, port)
 	return nil
 }
@@ -203,6 +204,7 @@ func cmdWait(c *Client, args [][]byte) {
 func cmdReplicaOf(c *Client, args [][]byte) {
 	if eq(args[1], "no") && eq(args[2], "one") {
 		c.srv.repl.ReplicaOfNoOne()
+		c.srv.store.SetReplica(false)
 		c.ok()
 		return
 	}
@@ -224,6 +226,7 @@ func cmdReplicaOf(c *Client, args [][]byte) {
 		c.err("ERR REPLICAOF cannot point a server at itself")
 		return
 	}
+	c.srv.store.SetReplica(true)
 	c.srv.repl.ReplicaOf(host, int(port))
 	c.ok()
 }

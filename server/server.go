@@ -30,6 +30,7 @@ import (
 	"github.com/damselflydb/damselfly/memcache"
 	"github.com/damselflydb/damselfly/replication"
 	"github.com/damselflydb/damselfly/shard"
+	"github.com/damselflydb/damselfly/shard/types"
 )
 
 // Version is the server version reported by INFO and --version.
@@ -75,6 +76,7 @@ type liveConfig struct {
 	maxMemory       atomic.Int64
 	protoMaxBulkLen atomic.Int64
 	protectedMode   atomic.Bool
+	rdbCompression  atomic.Bool       // LZF in dumps (rdbcompression); see snapshot.Options.Compress
 	params          map[string]string // other CONFIG parameters, kept as given
 }
 
@@ -115,6 +117,10 @@ type Server struct {
 	started      time.Time
 	runID        string
 
+	// usedMem is used_memory as of the last cron tick, kept only while
+	// maxmemory is set (reading it per command would stop the world).
+	usedMem atomic.Int64
+
 	// dirty counts committed writes (rdb_changes_since_last_save).
 	dirty atomic.Int64
 	// repl is the replication journal and role: every committed write is
@@ -131,6 +137,13 @@ type Server struct {
 	pubsub    *pubsubRegistry
 	outLimits atomic.Pointer[outLimits] // client-output-buffer-limit
 	scripts   *scriptCache
+
+	// limits are the collection encoding thresholds (CONFIG SET replaces
+	// the whole value).
+	limits   atomic.Pointer[types.Limits]
+	limitsMu sync.Mutex // serializes CONFIG SET of the limits
+	// blocking is the registry of clients waiting in BLPOP and friends.
+	blocking blockRegistry
 
 	shutdownOnce sync.Once
 	done         chan struct{}
@@ -167,6 +180,9 @@ func New(cfg Config) *Server {
 	s.scripts = newScriptCache()
 	lim := defaultOutLimits
 	s.outLimits.Store(&lim)
+	limits := defaultLimits()
+	s.limits.Store(&limits)
+	s.blocking.init()
 	s.cmds = commandTable()
 	s.configParams = configParams()
 	s.initReplication(cfg)
@@ -326,6 +342,9 @@ func (s *Server) cron() {
 		case <-t.C:
 		}
 		s.saveCron()
+		if s.cfg.maxMemory.Load() > 0 {
+			s.usedMem.Store(s.usedMemory(nil))
+		}
 		if s.repl.IsReplica() {
 			continue // a replica's keys expire when its primary says so (DEL)
 		}

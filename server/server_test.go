@@ -215,3 +215,34 @@ func TestConcurrentClients(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestMaxMemory: past maxmemory (noeviction), commands that may grow memory
+// get Redis's -OOM error and the rest keep working.
+func TestMaxMemory(t *testing.T) {
+	s := startServer(t)
+	r := dialRaw(t, s)
+	r.do("SET", "k", "v")
+	r.reply()
+	r.do("CONFIG", "SET", "maxmemory", "1kb")
+	if got := r.reply(); got[0] != "+OK" {
+		t.Fatalf("CONFIG SET: %q", got)
+	}
+	r.do("SET", "k2", "v")
+	if got := r.reply(); got[0] != "-OOM command not allowed when used memory > 'maxmemory'." {
+		t.Fatalf("SET over maxmemory: %q", got)
+	}
+	r.do("GET", "k")
+	if got := r.reply(); got[1] != "v" {
+		t.Fatalf("GET over maxmemory: %q", got)
+	}
+	r.do("DEL", "k")
+	if got := r.reply(); got[0] != ":1" {
+		t.Fatalf("DEL over maxmemory: %q", got)
+	}
+	r.do("CONFIG", "SET", "maxmemory", "0")
+	r.reply()
+	r.do("SET", "k2", "v")
+	if got := r.reply(); got[0] != "+OK" {
+		t.Fatalf("SET without maxmemory: %q", got)
+	}
+}

@@ -20,6 +20,11 @@ type Shard struct {
 	expiredKeys int64  // stats: keys removed by expiry
 	dirty       uint64 // changes made through this shard; see Dirty
 
+	// replica: expired keys stay until the primary deletes them (see
+	// Store.SetReplica). primaryView: the lock holder applies the primary's
+	// stream (see SetPrimaryView). Both are read and written under the lock.
+	replica, primaryView bool
+
 	epoch uint64    // snapshot version epoch; see snapshot.go
 	snap  *Snapshot // the running snapshot, if any
 	watch watchers
@@ -56,6 +61,15 @@ func (sh *Shard) PeekDB(i int) *DB { return sh.dbs[i] }
 
 // Lookup finds key in database db, deleting it instead if it has expired
 // at now (unix ms).
+//
+// On a replica (Store.SetReplica) an expired key is reported missing but
+// left in place: like a Redis replica, it waits for its primary's DEL
+// (the primary's clock decides when a key expires, and deleting on our own
+// would make the replica diverge, e.g. a later primary command that still
+// saw the key live). The same holds for the primary's own commands: while
+// the lock holder applies the primary's stream (SetPrimaryView), an
+// expired key is reported live, as Redis's expireIfNeeded does for the
+// master client, so a DEL, INCR or APPEND from the primary acts on it.
 func (sh *Shard) Lookup(db int, h uint64, key []byte, now int64) (Entry, bool) {
 	d := sh.dbs[db]
 	if d == nil {
@@ -66,11 +80,24 @@ func (sh *Shard) Lookup(db int, h uint64, key []byte, now int64) (Entry, bool) {
 		return Entry{}, false
 	}
 	if e.Expired(now) {
-		sh.expire(db, d, &e)
+		switch {
+		case !sh.replica:
+			sh.expire(db, d, &e)
+		case sh.primaryView:
+			return e, true
+		}
 		return Entry{}, false
 	}
 	return e, true
 }
+
+// SetPrimaryView tells Lookup that the lock holder applies the stream of
+// this replica's primary (on) or is done (off); call it under the lock,
+// after locking and before unlocking. It matters only on a replica.
+func (sh *Shard) SetPrimaryView(on bool) { sh.primaryView = on }
+
+// IsReplica reports whether the shard is in replica mode (Store.SetReplica).
+func (sh *Shard) IsReplica() bool { return sh.replica }
 
 // expire deletes an expired entry and reports it.
 func (sh *Shard) expire(db int, d *DB, e *Entry) {
@@ -122,7 +149,12 @@ func (sh *Shard) SwapDB(a, b int) {
 // ExpireCycle deletes expired keys from samples of keys with an expiry, at
 // most limit keys per database, and reports how many it deleted and how many
 // it looked at.
+//
+// A replica's shard deletes nothing: its primary sends the DELs.
 func (sh *Shard) ExpireCycle(now int64, rnd uint64, limit int) (deleted, sampled int) {
+	if sh.replica {
+		return 0, 0
+	}
 	for i, d := range sh.dbs {
 		if d == nil || d.ExpiresLen() == 0 {
 			continue

@@ -14,7 +14,9 @@
 //     in-place changes of collections, DB.Modify first: the index's
 //     pre-change hook is how a running snapshot captures the old value.
 //   - Expiry is lazy (Lookup deletes what it finds expired) plus an active
-//     cycle (ExpireCycle) that samples only keys with an expiry.
+//     cycle (ExpireCycle) that samples only keys with an expiry. On a
+//     replica (SetReplica) neither deletes: expired keys read as missing
+//     until the primary's DEL removes them.
 package shard
 
 import (
@@ -45,6 +47,20 @@ func NewStore(n, dbnum int) *Store {
 		s.shards = append(s.shards, newShard(i, dbnum))
 	}
 	return s
+}
+
+// SetReplica switches every shard into replica mode (on) or back (off):
+// in replica mode Lookup reports expired keys as missing without deleting
+// them and ExpireCycle deletes nothing, because a replica's keys expire
+// when its primary's DEL arrives (as in Redis). The server sets it when it
+// becomes a replica and clears it on REPLICAOF NO ONE. It takes each
+// shard's lock in turn.
+func (s *Store) SetReplica(on bool) {
+	for _, sh := range s.shards {
+		sh.Lock()
+		sh.replica = on
+		sh.Unlock()
+	}
 }
 
 // Shards returns all shards in ID order.

@@ -14,7 +14,7 @@ import (
 var ErrUnsupported = errors.New("value type not supported by Damselfly")
 
 // Value converts a decoded RDB value into what a shard stores (its expiry
-// included). An empty collection gives a Value with a nil Obj: store
+// and, for a string, its memcached flags included). An empty collection gives a Value with a nil Obj: store
 // nothing (Redis never keeps empty collections).
 func Value(e *rdb.Entry) (shard.Value, error) {
 	v := shard.Value{ExpireAt: max(e.ExpireAtMs, 0)}
@@ -22,6 +22,11 @@ func Value(e *rdb.Entry) (shard.Value, error) {
 	switch e.Type {
 	case rdb.String:
 		v.Type, v.Str = shard.TypeString, e.String
+		if e.MCFlags != 0 {
+			// A memcached item: meta with CAS 0 (the memcached front end
+			// stamps a fresh CAS unique when one is first needed).
+			v.MCFlags, v.Meta = e.MCFlags, true
+		}
 	case rdb.List:
 		v.Type = shard.TypeList
 		if len(e.List) > 0 {

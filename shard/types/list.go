@@ -558,7 +558,8 @@ func (l *List) Trim(start, stop int64, lm *Limits) {
 
 // Pos is LPOS element [RANK rank] [COUNT count] [MAXLEN maxlen]: it
 // returns the indexes (from the head) of the matches. rank must not be 0
-// (ErrRankZero) nor math.MinInt64 (ErrOutOfRange); count 0 means all
+// (ErrRankZero); math.MinInt64 behaves as -1, as in Redis 7.0 (where
+// negating it overflows and every match qualifies); count 0 means all
 // matches, maxlen 0 means no limit; negative count/maxlen are the caller's
 // errors and are treated as 0. Without COUNT the command replies with the
 // first result (use count 1).
@@ -567,7 +568,7 @@ func (l *List) Pos(elem []byte, rank, count, maxlen int64) ([]int, error) {
 		return nil, ErrRankZero
 	}
 	if rank == -1<<63 {
-		return nil, ErrOutOfRange
+		rank = -1
 	}
 	count = max(count, 0)
 	maxlen = max(maxlen, 0)

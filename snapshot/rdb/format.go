@@ -16,8 +16,6 @@ import (
 	"hash"
 	"math"
 	"strconv"
-
-	"github.com/hdt3213/rdb/crc64jones"
 )
 
 // Opcodes and value types (Redis rdb.h).
@@ -75,14 +73,10 @@ const (
 	DefaultVersion = 10
 )
 
-func newCRC() hash.Hash64 { return crc64jones.New() }
+func newCRC() hash.Hash64 { return &jonesDigest{} }
 
 // crc64 returns Redis's CRC64 of p.
-func crc64(p []byte) uint64 {
-	h := crc64jones.New()
-	h.Write(p)
-	return h.Sum64()
-}
+func crc64(p []byte) uint64 { return crcUpdate(0, p) }
 
 // appendLength appends an RDB length encoding.
 func appendLength(b []byte, n uint64) []byte {

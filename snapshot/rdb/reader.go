@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hdt3213/rdb/core"
@@ -69,6 +70,9 @@ type Entry struct {
 	ZSet                []ZMember // order unspecified
 	// Stream is the stream as decoded by github.com/hdt3213/rdb.
 	Stream *model.StreamObject
+	// MCFlags are the memcached client flags an AuxMCFlags field right
+	// before the key carried (Damselfly's extension); 0 = none.
+	MCFlags uint32
 }
 
 // Expired reports whether the key has expired at nowMs (Unix ms).
@@ -123,10 +127,20 @@ func Load(r io.Reader, name string, fn func(e *Entry) error) (Info, error) {
 	nowMs := time.Now().UnixMilli()
 	dec := core.NewDecoder(sk).WithSpecialOpCode()
 	var fnErr error
+	var mcFlags uint32 // from an AuxMCFlags field, for the next key
 	perr := dec.Parse(func(o model.RedisObject) bool {
 		switch obj := o.(type) {
 		case *model.AuxObject:
-			info.Aux[obj.Key] = obj.Value
+			if obj.Key == AuxMCFlags {
+				f, err := strconv.ParseUint(obj.Value, 10, 32)
+				if err != nil {
+					fnErr = &Error{File: name, Offset: sk.keyOff, Msg: fmt.Sprintf("bad %s aux value %q (want a 32-bit unsigned integer)", AuxMCFlags, obj.Value)}
+					return false
+				}
+				mcFlags = uint32(f)
+				return true
+			}
+			info.Aux[obj.Key] = strings.Clone(obj.Value)
 			return true
 		case *model.DBSizeObject, *model.FunctionsObject:
 			return true
@@ -136,6 +150,7 @@ func Load(r io.Reader, name string, fn func(e *Entry) error) (Info, error) {
 			fnErr = sk.corrupt(err)
 			return false
 		}
+		e.MCFlags, mcFlags = mcFlags, 0
 		info.Keys++
 		if e.Expired(nowMs) {
 			info.Expired++

@@ -109,9 +109,10 @@ type Writer struct {
 	err     error
 	dump    bool // value-only mode (DUMP payloads): no key, no expire
 
-	scratch []byte
-	lp      listpack
-	zbuf    []byte // lzf output
+	scratch   []byte
+	mcScratch []byte
+	lp        listpack
+	zbuf      []byte // lzf output
 }
 
 // NewWriter returns a Writer of RDB version (0 = DefaultVersion; 10, 11 and
@@ -243,6 +244,27 @@ func (w *Writer) Header(aux []Aux) error {
 		w.writeString([]byte(a.Key))
 		w.writeString([]byte(a.Value))
 	}
+	return w.err
+}
+
+// AuxMCFlags names the AUX field that carries a memcached item's 32-bit
+// client flags (Damselfly's extension; see MCFlags).
+const AuxMCFlags = "df-mc-flags"
+
+// MCFlags writes an AUX field (RDB_OPCODE_AUX) AuxMCFlags = flags, in
+// decimal: the loader gives those flags to the next key record, and only to
+// it. Call it right before that key's record (String, ...). Redis's loader
+// and redis-check-rdb accept AUX fields between any two records and ignore
+// the names they do not know (rdbLoadRio logs them at debug level), so the
+// file stays loadable by Redis, which simply drops the flags. Nothing is
+// written for flags 0 (the absence of the field means 0).
+func (w *Writer) MCFlags(flags uint32) error {
+	if flags == 0 || w.dump {
+		return w.err
+	}
+	w.writeByte(opAux)
+	w.writeString([]byte(AuxMCFlags))
+	w.writeString(strconv.AppendUint(w.mcScratch[:0], uint64(flags), 10))
 	return w.err
 }
 

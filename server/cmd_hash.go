@@ -1,0 +1,404 @@
+package server
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/damselflydb/damselfly/shard"
+	"github.com/damselflydb/damselfly/shard/types"
+)
+
+func registerHashes(reg registrar) {
+	reg("hset", -4, "write|denyoom|fast", 1, 1, 1, "hash", func(c *Client, a [][]byte) { hsetGeneric(c, a, false) })
+	reg("hmset", -4, "write|denyoom|fast", 1, 1, 1, "hash", func(c *Client, a [][]byte) { hsetGeneric(c, a, true) })
+	reg("hsetnx", 4, "write|denyoom|fast", 1, 1, 1, "hash", cmdHSetNX)
+	reg("hget", 3, "readonly|fast", 1, 1, 1, "hash", cmdHGet)
+	reg("hmget", -3, "readonly|fast", 1, 1, 1, "hash", cmdHMGet)
+	reg("hdel", -3, "write|fast", 1, 1, 1, "hash", cmdHDel)
+	reg("hlen", 2, "readonly|fast", 1, 1, 1, "hash", cmdHLen)
+	reg("hexists", 3, "readonly|fast", 1, 1, 1, "hash", cmdHExists)
+	reg("hstrlen", 3, "readonly|fast", 1, 1, 1, "hash", cmdHStrLen)
+	reg("hkeys", 2, "readonly", 1, 1, 1, "hash", func(c *Client, a [][]byte) { hgetallGeneric(c, a, true, false) })
+	reg("hvals", 2, "readonly", 1, 1, 1, "hash", func(c *Client, a [][]byte) { hgetallGeneric(c, a, false, true) })
+	reg("hgetall", 2, "readonly", 1, 1, 1, "hash", func(c *Client, a [][]byte) { hgetallGeneric(c, a, true, true) })
+	reg("hincrby", 4, "write|denyoom|fast", 1, 1, 1, "hash", cmdHIncrBy)
+	reg("hincrbyfloat", 4, "write|denyoom|fast", 1, 1, 1, "hash", cmdHIncrByFloat)
+	reg("hrandfield", -2, "readonly", 1, 1, 1, "hash", cmdHRandField)
+	reg("hscan", -3, "readonly", 1, 1, 1, "hash", cmdHScan)
+}
+
+// readHash locks key's shard and finds its hash (nil when missing; bad
+// after a WRONGTYPE reply). The caller always unlocks sh.
+func (c *Client) readHash(key []byte) (sh *shard.Shard, hs *types.Hash, bad bool) {
+	sh, h := c.lockKey(key)
+	e, found, bad := c.getColl(sh, h, key, shard.TypeHash)
+	if found {
+		hs = e.Obj().(*types.Hash)
+	}
+	return sh, hs, bad
+}
+
+// writeHash finds (or, with create, makes) the hash at key in the locked
+// shard, calling Modify on an existing one. A new hash is stored at once;
+// the caller deletes it when it ends up empty.
+func (c *Client) writeHash(sh *shard.Shard, h uint64, key []byte, create bool) (e shard.Entry, hs *types.Hash, bad bool) {
+	e, found, bad := c.getColl(sh, h, key, shard.TypeHash)
+	if bad {
+		return e, nil, true
+	}
+	if found {
+		sh.DB(c.db).Modify(&e)
+		return e, e.Obj().(*types.Hash), false
+	}
+	if !create {
+		return e, nil, false
+	}
+	hs = types.NewHash()
+	e = sh.DB(c.db).Put(h, key, shard.Value{Type: shard.TypeHash, Obj: hs})
+	return e, hs, false
+}
+
+func hsetGeneric(c *Client, args [][]byte, hmset bool) {
+	if len(args)%2 != 0 {
+		c.err("ERR wrong number of arguments for '" + lower(args[0]) + "' command")
+		return
+	}
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	_, hs, bad := c.writeHash(sh, h, args[1], true)
+	if bad {
+		return
+	}
+	added := 0
+	lim := c.lim()
+	for i := 2; i < len(args); i += 2 {
+		if hs.Set(args[i], args[i+1], lim) {
+			added++
+		}
+	}
+	if hmset {
+		c.ok()
+	} else {
+		c.int(int64(added))
+	}
+}
+
+func cmdHSetNX(c *Client, args [][]byte) {
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	e, found, bad := c.getColl(sh, h, args[1], shard.TypeHash)
+	if bad {
+		return
+	}
+	if found && e.Obj().(*types.Hash).Exists(args[2]) {
+		c.int(0)
+		return
+	}
+	_, hs, _ := c.writeHash(sh, h, args[1], true)
+	hs.Set(args[2], args[3], c.lim())
+	c.int(1)
+}
+
+func cmdHGet(c *Client, args [][]byte) {
+	sh, hs, bad := c.readHash(args[1])
+	defer c.unlockKey(sh)
+	if bad {
+		return
+	}
+	if hs != nil {
+		if v, ok := hs.Get(args[2]); ok {
+			c.bulk(v)
+			return
+		}
+	}
+	c.null()
+}
+
+func cmdHMGet(c *Client, args [][]byte) {
+	sh, hs, bad := c.readHash(args[1])
+	defer c.unlockKey(sh)
+	if bad {
+		return
+	}
+	c.array(len(args) - 2)
+	for _, f := range args[2:] {
+		if hs != nil {
+			if v, ok := hs.Get(f); ok {
+				c.bulk(v)
+				continue
+			}
+		}
+		c.null()
+	}
+}
+
+func cmdHDel(c *Client, args [][]byte) {
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	e, found, bad := c.getColl(sh, h, args[1], shard.TypeHash)
+	if bad {
+		return
+	}
+	if !found {
+		c.int(0)
+		return
+	}
+	hs := e.Obj().(*types.Hash)
+	n := 0
+	for _, f := range args[2:] {
+		if hs.Exists(f) {
+			if n == 0 {
+				sh.DB(c.db).Modify(&e)
+			}
+			hs.Delete(f)
+			n++
+		}
+	}
+	if hs.Len() == 0 {
+		sh.DB(c.db).Delete(&e)
+	}
+	c.int(int64(n))
+}
+
+func cmdHLen(c *Client, args [][]byte) {
+	sh, hs, bad := c.readHash(args[1])
+	defer c.unlockKey(sh)
+	switch {
+	case bad:
+	case hs == nil:
+		c.int(0)
+	default:
+		c.int(int64(hs.Len()))
+	}
+}
+
+func cmdHExists(c *Client, args [][]byte) {
+	sh, hs, bad := c.readHash(args[1])
+	defer c.unlockKey(sh)
+	switch {
+	case bad:
+	case hs == nil:
+		c.int(0)
+	default:
+		c.boolInt(hs.Exists(args[2]))
+	}
+}
+
+// boolInt replies 1 or 0 (an integer in both protocols).
+func (c *Client) boolInt(b bool) {
+	if b {
+		c.int(1)
+	} else {
+		c.int(0)
+	}
+}
+
+func cmdHStrLen(c *Client, args [][]byte) {
+	sh, hs, bad := c.readHash(args[1])
+	defer c.unlockKey(sh)
+	switch {
+	case bad:
+	case hs == nil:
+		c.int(0)
+	default:
+		c.int(int64(hs.StrLen(args[2])))
+	}
+}
+
+func hgetallGeneric(c *Client, args [][]byte, keys, vals bool) {
+	sh, hs, bad := c.readHash(args[1])
+	defer c.unlockKey(sh)
+	if bad {
+		return
+	}
+	n := 0
+	if hs != nil {
+		n = hs.Len()
+	}
+	if keys && vals {
+		c.mapHeader(n)
+	} else {
+		c.array(n)
+	}
+	if hs == nil {
+		return
+	}
+	hs.Iterate(func(f, v []byte) bool {
+		if keys {
+			c.bulk(f)
+		}
+		if vals {
+			c.bulk(v)
+		}
+		return true
+	})
+}
+
+func cmdHIncrBy(c *Client, args [][]byte) {
+	incr, ok := parseInt(args[3])
+	if !ok {
+		c.errNotInteger()
+		return
+	}
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	e, found, bad := c.getColl(sh, h, args[1], shard.TypeHash)
+	if bad {
+		return
+	}
+	var old int64
+	if found {
+		if v, ok := e.Obj().(*types.Hash).Get(args[2]); ok {
+			if old, ok = parseInt(v); !ok {
+				c.err("ERR hash value is not an integer")
+				return
+			}
+		}
+	}
+	if (incr < 0 && old < 0 && incr < math.MinInt64-old) || (incr > 0 && old > 0 && incr > math.MaxInt64-old) {
+		c.err("ERR increment or decrement would overflow")
+		return
+	}
+	n := old + incr
+	_, hs, _ := c.writeHash(sh, h, args[1], true)
+	var buf [24]byte
+	hs.Set(args[2], strconv.AppendInt(buf[:0], n, 10), c.lim())
+	c.int(n)
+}
+
+func cmdHIncrByFloat(c *Client, args [][]byte) {
+	incr, ok := parseFloat(args[3])
+	if !ok {
+		c.errNotFloat()
+		return
+	}
+	if math.IsInf(incr, 0) {
+		c.err("ERR value is NaN or Infinity")
+		return
+	}
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	e, found, bad := c.getColl(sh, h, args[1], shard.TypeHash)
+	if bad {
+		return
+	}
+	var old float64
+	if found {
+		if v, ok := e.Obj().(*types.Hash).Get(args[2]); ok {
+			if old, ok = parseFloat(v); !ok {
+				c.err("ERR hash value is not a float")
+				return
+			}
+		}
+	}
+	n := old + incr
+	if math.IsNaN(n) || math.IsInf(n, 0) {
+		c.err("ERR increment would produce NaN or Infinity")
+		return
+	}
+	val := appendHumanFloat(nil, n)
+	_, hs, _ := c.writeHash(sh, h, args[1], true)
+	hs.Set(args[2], val, c.lim())
+	c.bulk(val)
+	// Replicas must not redo the float arithmetic.
+	c.rewrite([]byte("HSET"), args[1], args[2], val)
+}
+
+func cmdHRandField(c *Client, args [][]byte) {
+	if len(args) == 2 {
+		sh, hs, bad := c.readHash(args[1])
+		defer c.unlockKey(sh)
+		if bad {
+			return
+		}
+		if hs == nil {
+			c.null()
+			return
+		}
+		hs.RandomFields(c.rand(), 1, func(f, _ []byte) { c.bulk(f) })
+		return
+	}
+	count, ok := parseInt(args[2])
+	if !ok {
+		c.errNotInteger()
+		return
+	}
+	if count == math.MinInt64 {
+		c.err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+		return
+	}
+	withValues := false
+	if len(args) > 4 || (len(args) == 4 && !eq(args[3], "withvalues")) {
+		c.errSyntax()
+		return
+	} else if len(args) == 4 {
+		withValues = true
+		if count < -math.MaxInt64/2 || count > math.MaxInt64/2 {
+			c.err("ERR value is out of range")
+			return
+		}
+	}
+	sh, hs, bad := c.readHash(args[1])
+	defer c.unlockKey(sh)
+	if bad {
+		return
+	}
+	if hs == nil || count == 0 {
+		c.array(0)
+		return
+	}
+	n := count
+	if n < 0 {
+		n = -n
+	} else {
+		n = min(n, int64(hs.Len()))
+	}
+	switch {
+	case withValues && c.proto == 3:
+		c.array(int(n))
+	case withValues:
+		c.array(int(2 * n))
+	default:
+		c.array(int(n))
+	}
+	hs.RandomFields(c.rand(), count, func(f, v []byte) {
+		if withValues && c.proto == 3 {
+			c.array(2)
+		}
+		c.bulk(f)
+		if withValues {
+			c.bulk(v)
+		}
+	})
+}
+
+func cmdHScan(c *Client, args [][]byte) {
+	cursor, ok := parseCursor(c, args[2])
+	if !ok {
+		return
+	}
+	pattern, count, ok := scanOpts(c, args[3:])
+	if !ok {
+		return
+	}
+	sh, hs, bad := c.readHash(args[1])
+	defer c.unlockKey(sh)
+	if bad {
+		return
+	}
+	var out [][]byte
+	next := uint64(0)
+	if hs != nil {
+		next = hs.Scan(cursor, count, func(f, v []byte) {
+			if pattern == nil || globMatch(pattern, f, false) {
+				out = append(out, f, v)
+			}
+		})
+	}
+	c.array(2)
+	c.bulkString(strconv.FormatUint(next, 10))
+	c.array(len(out))
+	for _, b := range out {
+		c.bulk(b)
+	}
+}

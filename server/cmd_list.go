@@ -1,0 +1,639 @@
+package server
+
+import (
+	"math"
+
+	"github.com/damselflydb/damselfly/shard"
+	"github.com/damselflydb/damselfly/shard/types"
+)
+
+func registerLists(reg registrar) {
+	reg("lpush", -3, "write|denyoom|fast", 1, 1, 1, "list", func(c *Client, a [][]byte) { pushGeneric(c, a, true, false) })
+	reg("rpush", -3, "write|denyoom|fast", 1, 1, 1, "list", func(c *Client, a [][]byte) { pushGeneric(c, a, false, false) })
+	reg("lpushx", -3, "write|denyoom|fast", 1, 1, 1, "list", func(c *Client, a [][]byte) { pushGeneric(c, a, true, true) })
+	reg("rpushx", -3, "write|denyoom|fast", 1, 1, 1, "list", func(c *Client, a [][]byte) { pushGeneric(c, a, false, true) })
+	reg("lpop", -2, "write|fast", 1, 1, 1, "list", func(c *Client, a [][]byte) { popGeneric(c, a, true) })
+	reg("rpop", -2, "write|fast", 1, 1, 1, "list", func(c *Client, a [][]byte) { popGeneric(c, a, false) })
+	reg("llen", 2, "readonly|fast", 1, 1, 1, "list", cmdLLen)
+	reg("lrange", 4, "readonly", 1, 1, 1, "list", cmdLRange)
+	reg("lindex", 3, "readonly", 1, 1, 1, "list", cmdLIndex)
+	reg("lset", 4, "write|denyoom", 1, 1, 1, "list", cmdLSet)
+	reg("linsert", 5, "write|denyoom", 1, 1, 1, "list", cmdLInsert)
+	reg("lrem", 4, "write", 1, 1, 1, "list", cmdLRem)
+	reg("ltrim", 4, "write", 1, 1, 1, "list", cmdLTrim)
+	reg("lpos", -3, "readonly", 1, 1, 1, "list", cmdLPos)
+	reg("lmove", 5, "write|denyoom", 1, 2, 1, "list", cmdLMove)
+	reg("rpoplpush", 3, "write|denyoom", 1, 2, 1, "list", cmdRPopLPush)
+	reg("lmpop", -4, "write", 0, 0, 0, "list", cmdLMPop)
+	reg("blpop", -3, "write|blocking", 1, -2, 1, "list", func(c *Client, a [][]byte) { blockingPop(c, a, true) })
+	reg("brpop", -3, "write|blocking", 1, -2, 1, "list", func(c *Client, a [][]byte) { blockingPop(c, a, false) })
+	reg("blmove", 6, "write|denyoom|blocking", 1, 2, 1, "list", cmdBLMove)
+	reg("brpoplpush", 4, "write|denyoom|blocking", 1, 2, 1, "list", cmdBRPopLPush)
+	reg("blmpop", -5, "write|blocking", 0, 0, 0, "list", cmdBLMPop)
+}
+
+var (
+	argLPop  = []byte("LPOP")
+	argRPop  = []byte("RPOP")
+	argLeft  = []byte("LEFT")
+	argRight = []byte("RIGHT")
+)
+
+func pushGeneric(c *Client, args [][]byte, left, onlyExisting bool) {
+	key := args[1]
+	sh, h := c.lockKey(key)
+	defer c.unlockKey(sh)
+	e, found, bad := c.getColl(sh, h, key, shard.TypeList)
+	if bad {
+		return
+	}
+	var n int
+	if !found {
+		if onlyExisting {
+			c.int(0)
+			return
+		}
+		l := types.NewList()
+		n = pushTo(l, left, c.lim(), args[2:])
+		c.putColl(sh, h, key, shard.TypeList, l)
+	} else {
+		sh.DB(c.db).Modify(&e)
+		n = pushTo(e.Obj().(*types.List), left, c.lim(), args[2:])
+	}
+	c.int(int64(n))
+}
+
+func pushTo(l *types.List, left bool, lim *types.Limits, vs [][]byte) int {
+	if left {
+		return l.PushFront(lim, vs...)
+	}
+	return l.PushBack(lim, vs...)
+}
+
+// popFrom pops up to n elements of the list in e (locked), deleting the key
+// when it empties; a key left with elements wakes the next blocked client.
+func (c *Client) popFrom(e *shard.Entry, sh *shard.Shard, key []byte, left bool, n int) [][]byte {
+	l := e.Obj().(*types.List)
+	sh.DB(c.db).Modify(e)
+	var out [][]byte
+	if left {
+		out = l.PopFront(n)
+	} else {
+		out = l.PopBack(n)
+	}
+	if l.Len() == 0 {
+		sh.DB(c.db).Delete(e)
+	} else {
+		c.srv.signalReady(c.db, key)
+	}
+	return out
+}
+
+func popGeneric(c *Client, args [][]byte, left bool) {
+	if len(args) > 3 {
+		c.err("ERR wrong number of arguments for '" + lower(args[0]) + "' command")
+		return
+	}
+	hasCount := len(args) == 3
+	var count int64
+	if hasCount {
+		var ok bool
+		if count, ok = parseCount(c, args[2]); !ok {
+			return
+		}
+	}
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	e, found, bad := c.getColl(sh, h, args[1], shard.TypeList)
+	if bad {
+		return
+	}
+	if !found {
+		if hasCount {
+			c.nullArray()
+		} else {
+			c.null()
+		}
+		return
+	}
+	if !hasCount {
+		c.bulk(c.popFrom(&e, sh, args[1], left, 1)[0])
+		return
+	}
+	if count == 0 {
+		c.array(0)
+		return
+	}
+	vs := c.popFrom(&e, sh, args[1], left, int(min(count, math.MaxInt32)))
+	c.array(len(vs))
+	for _, v := range vs {
+		c.bulk(v)
+	}
+}
+
+func cmdLLen(c *Client, args [][]byte) {
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	e, found, bad := c.getColl(sh, h, args[1], shard.TypeList)
+	switch {
+	case bad:
+	case !found:
+		c.int(0)
+	default:
+		c.int(int64(e.Obj().(*types.List).Len()))
+	}
+}
+
+func cmdLRange(c *Client, args [][]byte) {
+	start, ok1 := parseInt(args[2])
+	stop, ok2 := parseInt(args[3])
+	if !ok1 || !ok2 {
+		c.errNotInteger()
+		return
+	}
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	e, found, bad := c.getColl(sh, h, args[1], shard.TypeList)
+	if bad {
+		return
+	}
+	if !found {
+		c.array(0)
+		return
+	}
+	vs := e.Obj().(*types.List).RangeSlice(start, stop)
+	c.array(len(vs))
+	for _, v := range vs {
+		c.bulk(v)
+	}
+}
+
+func cmdLIndex(c *Client, args [][]byte) {
+	i, ok := parseInt(args[2])
+	if !ok {
+		c.errNotInteger()
+		return
+	}
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	e, found, bad := c.getColl(sh, h, args[1], shard.TypeList)
+	if bad {
+		return
+	}
+	if !found {
+		c.null()
+		return
+	}
+	if v, ok := e.Obj().(*types.List).Index(i); ok {
+		c.bulk(v)
+	} else {
+		c.null()
+	}
+}
+
+func cmdLSet(c *Client, args [][]byte) {
+	i, ok := parseInt(args[2])
+	if !ok {
+		c.errNotInteger()
+		return
+	}
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	e, found, bad := c.getColl(sh, h, args[1], shard.TypeList)
+	if bad {
+		return
+	}
+	if !found {
+		c.err("ERR no such key")
+		return
+	}
+	l := e.Obj().(*types.List)
+	if n := int64(l.Len()); i >= n || i < -n {
+		c.err("ERR index out of range")
+		return
+	}
+	sh.DB(c.db).Modify(&e)
+	l.Set(i, args[3], c.lim())
+	c.ok()
+}
+
+func cmdLInsert(c *Client, args [][]byte) {
+	var before bool
+	switch {
+	case eq(args[2], "before"):
+		before = true
+	case eq(args[2], "after"):
+	default:
+		c.errSyntax()
+		return
+	}
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	e, found, bad := c.getColl(sh, h, args[1], shard.TypeList)
+	if bad {
+		return
+	}
+	if !found {
+		c.int(0)
+		return
+	}
+	l := e.Obj().(*types.List)
+	// Modify only when the pivot exists, so a miss is not a write.
+	pos, _ := l.Pos(args[3], 1, 1, 0)
+	if len(pos) == 0 {
+		c.int(-1)
+		return
+	}
+	sh.DB(c.db).Modify(&e)
+	c.int(int64(l.Insert(args[3], args[4], before, c.lim())))
+}
+
+func cmdLRem(c *Client, args [][]byte) {
+	n, ok := parseInt(args[2])
+	if !ok {
+		c.errNotInteger()
+		return
+	}
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	e, found, bad := c.getColl(sh, h, args[1], shard.TypeList)
+	if bad {
+		return
+	}
+	if !found {
+		c.int(0)
+		return
+	}
+	l := e.Obj().(*types.List)
+	if pos, _ := l.Pos(args[3], 1, 1, 0); len(pos) == 0 {
+		c.int(0)
+		return
+	}
+	sh.DB(c.db).Modify(&e)
+	removed := l.Remove(n, args[3], c.lim())
+	if l.Len() == 0 {
+		sh.DB(c.db).Delete(&e)
+	}
+	c.int(int64(removed))
+}
+
+func cmdLTrim(c *Client, args [][]byte) {
+	start, ok1 := parseInt(args[2])
+	stop, ok2 := parseInt(args[3])
+	if !ok1 || !ok2 {
+		c.errNotInteger()
+		return
+	}
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	e, found, bad := c.getColl(sh, h, args[1], shard.TypeList)
+	if bad {
+		return
+	}
+	if !found {
+		c.ok()
+		return
+	}
+	l := e.Obj().(*types.List)
+	sh.DB(c.db).Modify(&e)
+	l.Trim(start, stop, c.lim())
+	if l.Len() == 0 {
+		sh.DB(c.db).Delete(&e)
+	}
+	c.ok()
+}
+
+func cmdLPos(c *Client, args [][]byte) {
+	rank, count, maxlen := int64(1), int64(-1), int64(0)
+	for i := 3; i < len(args); i++ {
+		more := i+1 < len(args)
+		switch {
+		case eq(args[i], "rank") && more:
+			i++
+			v, ok := parseInt(args[i])
+			if !ok {
+				c.errNotInteger()
+				return
+			}
+			if v == 0 {
+				c.err("ERR " + types.ErrRankZero.Error())
+				return
+			}
+			rank = v
+		case eq(args[i], "count") && more:
+			i++
+			v, ok := parseInt(args[i])
+			if !ok || v < 0 {
+				c.err("ERR COUNT can't be negative")
+				return
+			}
+			count = v
+		case eq(args[i], "maxlen") && more:
+			i++
+			v, ok := parseInt(args[i])
+			if !ok || v < 0 {
+				c.err("ERR MAXLEN can't be negative")
+				return
+			}
+			maxlen = v
+		default:
+			c.errSyntax()
+			return
+		}
+	}
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	e, found, bad := c.getColl(sh, h, args[1], shard.TypeList)
+	if bad {
+		return
+	}
+	if !found {
+		if count >= 0 {
+			c.array(0)
+		} else {
+			c.null()
+		}
+		return
+	}
+	want := count
+	if count < 0 {
+		want = 1
+	}
+	pos, err := e.Obj().(*types.List).Pos(args[2], rank, want, maxlen)
+	if err != nil {
+		c.err("ERR " + err.Error())
+		return
+	}
+	if count < 0 {
+		if len(pos) == 0 {
+			c.null()
+		} else {
+			c.int(int64(pos[0]))
+		}
+		return
+	}
+	c.array(len(pos))
+	for _, p := range pos {
+		c.int(int64(p))
+	}
+}
+
+// parseWhere parses LEFT or RIGHT.
+func parseWhere(c *Client, b []byte) (left, ok bool) {
+	switch {
+	case eq(b, "left"):
+		return true, true
+	case eq(b, "right"):
+		return false, true
+	}
+	c.errSyntax()
+	return false, false
+}
+
+func cmdLMove(c *Client, args [][]byte) {
+	from, ok := parseWhere(c, args[3])
+	if !ok {
+		return
+	}
+	to, ok := parseWhere(c, args[4])
+	if !ok {
+		return
+	}
+	set := c.lockKeys(args[1:3])
+	defer c.unlock(set)
+	if !c.lmoveLocked(args[1], args[2], from, to, true) {
+		c.null()
+	}
+}
+
+func cmdRPopLPush(c *Client, args [][]byte) {
+	set := c.lockKeys(args[1:3])
+	defer c.unlock(set)
+	if !c.lmoveLocked(args[1], args[2], false, true, true) {
+		c.null()
+	}
+}
+
+// lmoveLocked is LMOVE with src and dst locked. It returns false, without
+// replying, when src is empty; with first unset a source or destination of
+// the wrong type also counts as empty (a blocked client keeps waiting).
+func (c *Client) lmoveLocked(src, dst []byte, from, to, first bool) bool {
+	ssh, _ := c.srv.store.ShardOf(src)
+	e, found, wrong := c.peekType(src, shard.TypeList)
+	if wrong {
+		if first {
+			c.errWrongType()
+			return true
+		}
+		return false
+	}
+	if !found {
+		return false
+	}
+	dsh, dh := c.srv.store.ShardOf(dst)
+	de, dfound, dwrong := c.peekType(dst, shard.TypeList)
+	if dwrong {
+		if first {
+			c.errWrongType()
+			return true
+		}
+		return false
+	}
+	v := c.popFrom(&e, ssh, src, from, 1)[0]
+	if string(src) == string(dst) {
+		// The entry may be gone (a one-element list rotates onto itself).
+		de, dfound, _ = c.peekType(dst, shard.TypeList)
+	}
+	if dfound {
+		dsh.DB(c.db).Modify(&de)
+		pushTo(de.Obj().(*types.List), to, c.lim(), [][]byte{v})
+	} else {
+		l := types.NewList()
+		pushTo(l, to, c.lim(), [][]byte{v})
+		c.putColl(dsh, dh, dst, shard.TypeList, l)
+	}
+	c.bulk(v)
+	return true
+}
+
+// mpopArgs are the parsed arguments of LMPOP/BLMPOP/ZMPOP/BZMPOP.
+type mpopArgs struct {
+	keys  [][]byte
+	left  bool // LEFT or MIN
+	count int64
+}
+
+// parseMPop parses "numkeys key... WHERE [COUNT n]" starting at args[i];
+// words are the two accepted WHERE words (left/right or min/max).
+func parseMPop(c *Client, args [][]byte, i int, w1, w2 string) (mpopArgs, bool) {
+	var m mpopArgs
+	n, ok := parseInt(args[i])
+	if !ok || n <= 0 {
+		c.err("ERR numkeys should be greater than 0")
+		return m, false
+	}
+	where := int64(i) + n + 1
+	if n > int64(len(args)) || where >= int64(len(args)) {
+		c.errSyntax()
+		return m, false
+	}
+	m.keys = args[i+1 : where]
+	switch {
+	case eq(args[where], w1):
+		m.left = true
+	case eq(args[where], w2):
+	default:
+		c.errSyntax()
+		return m, false
+	}
+	m.count = -1
+	for j := int(where) + 1; j < len(args); j++ {
+		if m.count == -1 && eq(args[j], "count") && j+1 < len(args) {
+			j++
+			v, ok := parseInt(args[j])
+			if !ok || v <= 0 {
+				c.err("ERR count should be greater than 0")
+				return m, false
+			}
+			m.count = v
+			continue
+		}
+		c.errSyntax()
+		return m, false
+	}
+	if m.count == -1 {
+		m.count = 1
+	}
+	return m, true
+}
+
+func cmdLMPop(c *Client, args [][]byte) {
+	m, ok := parseMPop(c, args, 1, "left", "right")
+	if !ok {
+		return
+	}
+	set := c.lockKeys(m.keys)
+	defer c.unlock(set)
+	if !c.lmpopLocked(m, true) {
+		c.nullArray()
+	}
+}
+
+// lmpopLocked pops from the first non-empty list of m.keys (locked) and
+// replies [key, [elements]]; it returns false without replying when all are
+// empty. Replicated as LPOP/RPOP key count.
+func (c *Client) lmpopLocked(m mpopArgs, first bool) bool {
+	for _, k := range m.keys {
+		sh, _ := c.srv.store.ShardOf(k)
+		e, found, wrong := c.peekType(k, shard.TypeList)
+		if wrong {
+			if first {
+				c.errWrongType()
+				return true
+			}
+			continue
+		}
+		if !found {
+			continue
+		}
+		vs := c.popFrom(&e, sh, k, m.left, int(min(m.count, math.MaxInt32)))
+		c.array(2)
+		c.bulk(k)
+		c.array(len(vs))
+		for _, v := range vs {
+			c.bulk(v)
+		}
+		cmd := argRPop
+		if m.left {
+			cmd = argLPop
+		}
+		c.rewrite(cmd, k, bytesArg(int64(len(vs))))
+		return true
+	}
+	return false
+}
+
+// blockingPop is BLPOP/BRPOP key... timeout.
+func blockingPop(c *Client, args [][]byte, left bool) {
+	timeout, ok := parseTimeout(c, args[len(args)-1])
+	if !ok {
+		return
+	}
+	keys := args[1 : len(args)-1]
+	c.blockOn(keys, timeout, func(first bool) bool {
+		for _, k := range keys {
+			sh, _ := c.srv.store.ShardOf(k)
+			e, found, wrong := c.peekType(k, shard.TypeList)
+			if wrong {
+				if first {
+					c.errWrongType()
+					return true
+				}
+				continue
+			}
+			if !found {
+				continue
+			}
+			v := c.popFrom(&e, sh, k, left, 1)[0]
+			c.array(2)
+			c.bulk(k)
+			c.bulk(v)
+			cmd := argRPop
+			if left {
+				cmd = argLPop
+			}
+			c.rewrite(cmd, k)
+			return true
+		}
+		return false
+	}, c.nullArray)
+}
+
+func cmdBLMove(c *Client, args [][]byte) {
+	from, ok := parseWhere(c, args[3])
+	if !ok {
+		return
+	}
+	to, ok := parseWhere(c, args[4])
+	if !ok {
+		return
+	}
+	blmove(c, args[1], args[2], from, to, args[5])
+}
+
+func cmdBRPopLPush(c *Client, args [][]byte) {
+	blmove(c, args[1], args[2], false, true, args[3])
+}
+
+func blmove(c *Client, src, dst []byte, from, to bool, timeoutArg []byte) {
+	timeout, ok := parseTimeout(c, timeoutArg)
+	if !ok {
+		return
+	}
+	c.blockOn([][]byte{src, dst}, timeout, func(first bool) bool {
+		if !c.lmoveLocked(src, dst, from, to, first) {
+			return false
+		}
+		c.rewrite([]byte("LMOVE"), src, dst, whereArg(from), whereArg(to))
+		return true
+	}, c.nullArray)
+}
+
+func whereArg(left bool) []byte {
+	if left {
+		return argLeft
+	}
+	return argRight
+}
+
+func cmdBLMPop(c *Client, args [][]byte) {
+	timeout, ok := parseTimeout(c, args[1])
+	if !ok {
+		return
+	}
+	m, ok := parseMPop(c, args, 2, "left", "right")
+	if !ok {
+		return
+	}
+	c.blockOn(m.keys, timeout, func(first bool) bool { return c.lmpopLocked(m, first) }, c.nullArray)
+}

@@ -1,0 +1,1095 @@
+package server
+
+import (
+	"bytes"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/damselflydb/damselfly/shard"
+	"github.com/damselflydb/damselfly/shard/types"
+)
+
+func registerZSets(reg registrar) {
+	reg("zadd", -4, "write|denyoom|fast", 1, 1, 1, "sorted_set", cmdZAdd)
+	reg("zincrby", 4, "write|denyoom|fast", 1, 1, 1, "sorted_set", cmdZIncrBy)
+	reg("zrem", -3, "write|fast", 1, 1, 1, "sorted_set", cmdZRem)
+	reg("zcard", 2, "readonly|fast", 1, 1, 1, "sorted_set", cmdZCard)
+	reg("zscore", 3, "readonly|fast", 1, 1, 1, "sorted_set", cmdZScore)
+	reg("zmscore", -3, "readonly|fast", 1, 1, 1, "sorted_set", cmdZMScore)
+	reg("zrank", 3, "readonly|fast", 1, 1, 1, "sorted_set", func(c *Client, a [][]byte) { zrankGeneric(c, a, false) })
+	reg("zrevrank", 3, "readonly|fast", 1, 1, 1, "sorted_set", func(c *Client, a [][]byte) { zrankGeneric(c, a, true) })
+	reg("zcount", 4, "readonly|fast", 1, 1, 1, "sorted_set", cmdZCount)
+	reg("zlexcount", 4, "readonly|fast", 1, 1, 1, "sorted_set", cmdZLexCount)
+	reg("zrange", -4, "readonly", 1, 1, 1, "sorted_set", func(c *Client, a [][]byte) { zrangeGeneric(c, a, 1, nil, zrAuto, false, false) })
+	reg("zrangestore", -5, "write|denyoom", 1, 2, 1, "sorted_set", func(c *Client, a [][]byte) { zrangeGeneric(c, a, 2, a[1], zrAuto, false, false) })
+	reg("zrevrange", -4, "readonly", 1, 1, 1, "sorted_set", func(c *Client, a [][]byte) { zrangeGeneric(c, a, 1, nil, zrRank, true, true) })
+	reg("zrangebyscore", -4, "readonly", 1, 1, 1, "sorted_set", func(c *Client, a [][]byte) { zrangeGeneric(c, a, 1, nil, zrScore, false, true) })
+	reg("zrevrangebyscore", -4, "readonly", 1, 1, 1, "sorted_set", func(c *Client, a [][]byte) { zrangeGeneric(c, a, 1, nil, zrScore, true, true) })
+	reg("zrangebylex", -4, "readonly", 1, 1, 1, "sorted_set", func(c *Client, a [][]byte) { zrangeGeneric(c, a, 1, nil, zrLex, false, true) })
+	reg("zrevrangebylex", -4, "readonly", 1, 1, 1, "sorted_set", func(c *Client, a [][]byte) { zrangeGeneric(c, a, 1, nil, zrLex, true, true) })
+	reg("zremrangebyrank", 4, "write", 1, 1, 1, "sorted_set", func(c *Client, a [][]byte) { zremrangeGeneric(c, a, zrRank) })
+	reg("zremrangebyscore", 4, "write", 1, 1, 1, "sorted_set", func(c *Client, a [][]byte) { zremrangeGeneric(c, a, zrScore) })
+	reg("zremrangebylex", 4, "write", 1, 1, 1, "sorted_set", func(c *Client, a [][]byte) { zremrangeGeneric(c, a, zrLex) })
+	reg("zpopmin", -2, "write|fast", 1, 1, 1, "sorted_set", func(c *Client, a [][]byte) { zpopGeneric(c, a, true) })
+	reg("zpopmax", -2, "write|fast", 1, 1, 1, "sorted_set", func(c *Client, a [][]byte) { zpopGeneric(c, a, false) })
+	reg("zmpop", -4, "write", 0, 0, 0, "sorted_set", cmdZMPop)
+	reg("bzpopmin", -3, "write|blocking|fast", 1, -2, 1, "sorted_set", func(c *Client, a [][]byte) { bzpopGeneric(c, a, true) })
+	reg("bzpopmax", -3, "write|blocking|fast", 1, -2, 1, "sorted_set", func(c *Client, a [][]byte) { bzpopGeneric(c, a, false) })
+	reg("bzmpop", -5, "write|blocking", 0, 0, 0, "sorted_set", cmdBZMPop)
+	reg("zrandmember", -2, "readonly|random", 1, 1, 1, "sorted_set", cmdZRandMember)
+	reg("zunion", -3, "readonly", 0, 0, 0, "sorted_set", func(c *Client, a [][]byte) { zsetOpGeneric(c, a, 1, nil, zopUnion, false) })
+	reg("zinter", -3, "readonly", 0, 0, 0, "sorted_set", func(c *Client, a [][]byte) { zsetOpGeneric(c, a, 1, nil, zopInter, false) })
+	reg("zdiff", -3, "readonly", 0, 0, 0, "sorted_set", func(c *Client, a [][]byte) { zsetOpGeneric(c, a, 1, nil, zopDiff, false) })
+	reg("zunionstore", -4, "write|denyoom", 1, 1, 1, "sorted_set", func(c *Client, a [][]byte) { zsetOpGeneric(c, a, 2, a[1], zopUnion, false) })
+	reg("zinterstore", -4, "write|denyoom", 1, 1, 1, "sorted_set", func(c *Client, a [][]byte) { zsetOpGeneric(c, a, 2, a[1], zopInter, false) })
+	reg("zdiffstore", -4, "write|denyoom", 1, 1, 1, "sorted_set", func(c *Client, a [][]byte) { zsetOpGeneric(c, a, 2, a[1], zopDiff, false) })
+	reg("zintercard", -3, "readonly", 0, 0, 0, "sorted_set", func(c *Client, a [][]byte) { zsetOpGeneric(c, a, 1, nil, zopInter, true) })
+	reg("zscan", -3, "readonly", 1, 1, 1, "sorted_set", cmdZScan)
+}
+
+// readZSet locks key's shard and finds its sorted set (nil when missing;
+// bad after a WRONGTYPE reply). The caller always unlocks sh.
+func (c *Client) readZSet(key []byte) (sh *shard.Shard, z *types.ZSet, bad bool) {
+	sh, h := c.lockKey(key)
+	e, found, bad := c.getColl(sh, h, key, shard.TypeZSet)
+	if found {
+		z = e.Obj().(*types.ZSet)
+	}
+	return sh, z, bad
+}
+
+// parseScore parses a score as Redis's getDoubleFromObject does.
+func parseScore(b []byte) (float64, bool) {
+	if len(b) == 0 || isSpace(b[0]) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		if ne, ok := err.(*strconv.NumError); !ok || ne.Err != strconv.ErrRange || !math.IsInf(f, 0) {
+			return 0, false
+		}
+	}
+	return f, !math.IsNaN(f) && !hasHexOrUnderscore(b)
+}
+
+func cmdZAdd(c *Client, args [][]byte) {
+	var flags types.ZAddFlags
+	ch := false
+	i := 2
+	for ; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case eq(a, "nx"):
+			flags |= types.ZAddNX
+		case eq(a, "xx"):
+			flags |= types.ZAddXX
+		case eq(a, "gt"):
+			flags |= types.ZAddGT
+		case eq(a, "lt"):
+			flags |= types.ZAddLT
+		case eq(a, "ch"):
+			ch = true
+		case eq(a, "incr"):
+			flags |= types.ZAddIncr
+		default:
+			goto done
+		}
+	}
+done:
+	zaddGeneric(c, args[1], args[i:], flags, ch)
+}
+
+// zaddGeneric is ZADD (and ZINCRBY, as ZADD INCR) with parsed options;
+// pairs are the score-member arguments.
+func zaddGeneric(c *Client, key []byte, pairs [][]byte, flags types.ZAddFlags, ch bool) {
+	incr := flags&types.ZAddIncr != 0
+	if len(pairs) == 0 || len(pairs)%2 != 0 {
+		c.errSyntax()
+		return
+	}
+	nx, xx, gt, lt := flags&types.ZAddNX != 0, flags&types.ZAddXX != 0, flags&types.ZAddGT != 0, flags&types.ZAddLT != 0
+	if nx && xx {
+		c.err("ERR " + types.ErrIncompatibleFlags.Error())
+		return
+	}
+	if (gt && nx) || (lt && nx) || (gt && lt) {
+		c.err("ERR " + types.ErrGTLTNX.Error())
+		return
+	}
+	if incr && len(pairs) > 2 {
+		c.err("ERR INCR option supports a single increment-element pair")
+		return
+	}
+	scores := make([]float64, len(pairs)/2)
+	for j := range scores {
+		f, ok := parseScore(pairs[2*j])
+		if !ok {
+			c.errNotFloat()
+			return
+		}
+		scores[j] = f
+	}
+	sh, h := c.lockKey(key)
+	defer c.unlockKey(sh)
+	e, found, bad := c.getColl(sh, h, key, shard.TypeZSet)
+	if bad {
+		return
+	}
+	lim := c.lim()
+	var z *types.ZSet
+	if found {
+		z = e.Obj().(*types.ZSet)
+	} else {
+		if xx {
+			if incr {
+				c.null()
+			} else {
+				c.int(0)
+			}
+			return
+		}
+		z = types.NewZSetSized(len(scores), len(pairs[1]), lim)
+	}
+	added, updated, processed := 0, 0, 0
+	var score float64
+	modified := !found
+	for j, sc := range scores {
+		m := pairs[2*j+1]
+		cur, existed := z.Score(m)
+		if !modified && zaddChanges(existed, cur, sc, nx, xx, gt, lt, incr) {
+			// Modify before the first change (a snapshot keeps the old set).
+			sh.DB(c.db).Modify(&e)
+			modified = true
+		}
+		newScore, res, err := z.Add(m, sc, flags, lim)
+		if err != nil {
+			if !found && z.Len() > 0 {
+				c.putColl(sh, h, key, shard.TypeZSet, z)
+			}
+			c.err("ERR " + err.Error())
+			return
+		}
+		switch {
+		case res == types.ZAdded:
+			added++
+		case res == types.ZUpdated:
+			updated++
+		}
+		// Redis counts as processed everything but NX/XX/GT/LT refusals.
+		if res != types.ZNop || (existed && !nx && !gt && !lt) {
+			processed++
+			score = newScore
+		}
+	}
+	if !found && z.Len() > 0 {
+		c.putColl(sh, h, key, shard.TypeZSet, z)
+	}
+	if incr {
+		if processed > 0 {
+			c.double(score)
+		} else {
+			c.null()
+		}
+		return
+	}
+	if ch {
+		c.int(int64(added + updated))
+	} else {
+		c.int(int64(added))
+	}
+}
+
+// zaddChanges predicts whether ZADD changes member whose current score is
+// cur (when existed) to score (an increment with incr).
+func zaddChanges(existed bool, cur, score float64, nx, xx, gt, lt, incr bool) bool {
+	if !existed {
+		return !xx
+	}
+	if nx {
+		return false
+	}
+	next := score
+	if incr {
+		next = cur + score
+	}
+	if math.IsNaN(next) || next == cur {
+		return false
+	}
+	return !(gt && next < cur) && !(lt && next > cur)
+}
+
+func cmdZIncrBy(c *Client, args [][]byte) {
+	zaddGeneric(c, args[1], args[2:], types.ZAddIncr, false)
+}
+
+func cmdZRem(c *Client, args [][]byte) {
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	e, found, bad := c.getColl(sh, h, args[1], shard.TypeZSet)
+	if bad {
+		return
+	}
+	if !found {
+		c.int(0)
+		return
+	}
+	z := e.Obj().(*types.ZSet)
+	n := 0
+	for _, m := range args[2:] {
+		if _, ok := z.Score(m); ok {
+			if n == 0 {
+				sh.DB(c.db).Modify(&e)
+			}
+			z.Remove(m)
+			n++
+		}
+	}
+	if z.Len() == 0 {
+		sh.DB(c.db).Delete(&e)
+	}
+	c.int(int64(n))
+}
+
+func cmdZCard(c *Client, args [][]byte) {
+	sh, z, bad := c.readZSet(args[1])
+	defer c.unlockKey(sh)
+	switch {
+	case bad:
+	case z == nil:
+		c.int(0)
+	default:
+		c.int(int64(z.Len()))
+	}
+}
+
+func cmdZScore(c *Client, args [][]byte) {
+	sh, z, bad := c.readZSet(args[1])
+	defer c.unlockKey(sh)
+	if bad {
+		return
+	}
+	if z != nil {
+		if s, ok := z.Score(args[2]); ok {
+			c.double(s)
+			return
+		}
+	}
+	c.null()
+}
+
+func cmdZMScore(c *Client, args [][]byte) {
+	sh, z, bad := c.readZSet(args[1])
+	defer c.unlockKey(sh)
+	if bad {
+		return
+	}
+	c.array(len(args) - 2)
+	for _, m := range args[2:] {
+		if z != nil {
+			if s, ok := z.Score(m); ok {
+				c.double(s)
+				continue
+			}
+		}
+		c.null()
+	}
+}
+
+func zrankGeneric(c *Client, args [][]byte, reverse bool) {
+	sh, z, bad := c.readZSet(args[1])
+	defer c.unlockKey(sh)
+	if bad {
+		return
+	}
+	if z != nil {
+		if r, _, ok := z.Rank(args[2], reverse); ok {
+			c.int(int64(r))
+			return
+		}
+	}
+	c.null()
+}
+
+func cmdZCount(c *Client, args [][]byte) {
+	min, err1 := types.ParseScoreBound(args[2])
+	max, err2 := types.ParseScoreBound(args[3])
+	if err1 != nil || err2 != nil {
+		c.err("ERR min or max is not a float")
+		return
+	}
+	sh, z, bad := c.readZSet(args[1])
+	defer c.unlockKey(sh)
+	switch {
+	case bad:
+	case z == nil:
+		c.int(0)
+	default:
+		c.int(int64(z.CountByScore(min, max)))
+	}
+}
+
+func cmdZLexCount(c *Client, args [][]byte) {
+	min, err1 := types.ParseLexBound(args[2])
+	max, err2 := types.ParseLexBound(args[3])
+	if err1 != nil || err2 != nil {
+		c.err("ERR min or max not valid string range item")
+		return
+	}
+	sh, z, bad := c.readZSet(args[1])
+	defer c.unlockKey(sh)
+	switch {
+	case bad:
+	case z == nil:
+		c.int(0)
+	default:
+		c.int(int64(z.CountByLex(min, max)))
+	}
+}
+
+// Range types of ZRANGE and friends.
+const (
+	zrAuto = iota
+	zrRank
+	zrScore
+	zrLex
+)
+
+// zrange is a parsed range request.
+type zrange struct {
+	kind       int
+	reverse    bool
+	start, end int64
+	smin, smax types.ScoreBound
+	lmin, lmax types.LexBound
+	offset     int64
+	limit      int64 // -1: no limit
+}
+
+// collect returns the members of z in the range (copies).
+func (r *zrange) collect(z *types.ZSet) []types.ZMember {
+	var out []types.ZMember
+	fn := func(m []byte, s float64) bool {
+		out = append(out, types.ZMember{Member: append([]byte(nil), m...), Score: s})
+		return true
+	}
+	switch r.kind {
+	case zrRank:
+		z.RangeByRank(r.start, r.end, r.reverse, fn)
+	case zrScore:
+		if r.offset >= 0 {
+			z.RangeByScore(r.smin, r.smax, r.reverse, r.offset, r.limit, fn)
+		}
+	case zrLex:
+		if r.offset >= 0 {
+			z.RangeByLex(r.lmin, r.lmax, r.reverse, r.offset, r.limit, fn)
+		}
+	}
+	return out
+}
+
+// zrangeGeneric implements ZRANGE, ZRANGESTORE (dst != nil) and the
+// legacy ZREVRANGE/ZRANGEBYSCORE/ZRANGEBYLEX forms (fixed kind/direction).
+// keyIdx is the index of the source key.
+func zrangeGeneric(c *Client, args [][]byte, keyIdx int, dst []byte, kind int, reverse, fixedDir bool) {
+	r := zrange{kind: kind, reverse: reverse, limit: -1}
+	withScores := false
+	dirSet := fixedDir
+	for j := keyIdx + 3; j < len(args); j++ {
+		left := len(args) - j - 1
+		a := args[j]
+		switch {
+		case dst == nil && eq(a, "withscores"):
+			withScores = true
+		case eq(a, "limit") && left >= 2:
+			off, ok1 := parseInt(args[j+1])
+			lim, ok2 := parseInt(args[j+2])
+			if !ok1 || !ok2 {
+				c.errNotInteger()
+				return
+			}
+			r.offset, r.limit = off, lim
+			j += 2
+		case !dirSet && eq(a, "rev"):
+			r.reverse, dirSet = true, true
+		case r.kind == zrAuto && eq(a, "bylex"):
+			r.kind = zrLex
+		case r.kind == zrAuto && eq(a, "byscore"):
+			r.kind = zrScore
+		default:
+			c.errSyntax()
+			return
+		}
+	}
+	if r.kind == zrAuto {
+		r.kind = zrRank
+	}
+	if r.limit != -1 && r.kind == zrRank {
+		c.err("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
+		return
+	}
+	if withScores && r.kind == zrLex {
+		c.err("ERR syntax error, WITHSCORES not supported in combination with BYLEX")
+		return
+	}
+	minArg, maxArg := args[keyIdx+1], args[keyIdx+2]
+	if r.reverse && r.kind != zrRank {
+		minArg, maxArg = maxArg, minArg
+	}
+	var err1, err2 error
+	switch r.kind {
+	case zrRank:
+		var ok1, ok2 bool
+		r.start, ok1 = parseInt(minArg)
+		r.end, ok2 = parseInt(maxArg)
+		if !ok1 || !ok2 {
+			c.errNotInteger()
+			return
+		}
+	case zrScore:
+		r.smin, err1 = types.ParseScoreBound(minArg)
+		r.smax, err2 = types.ParseScoreBound(maxArg)
+		if err1 != nil || err2 != nil {
+			c.err("ERR min or max is not a float")
+			return
+		}
+	case zrLex:
+		r.lmin, err1 = types.ParseLexBound(minArg)
+		r.lmax, err2 = types.ParseLexBound(maxArg)
+		if err1 != nil || err2 != nil {
+			c.err("ERR min or max not valid string range item")
+			return
+		}
+	}
+	key := args[keyIdx]
+	if dst != nil {
+		set := c.lockKeys([][]byte{key, dst})
+		defer c.unlock(set)
+		e, found, wrong := c.peekType(key, shard.TypeZSet)
+		if wrong {
+			c.errWrongType()
+			return
+		}
+		var res []types.ZMember
+		if found {
+			res = r.collect(e.Obj().(*types.ZSet))
+		}
+		c.storeZMembers(dst, res)
+		c.int(int64(len(res)))
+		return
+	}
+	sh, z, bad := c.readZSet(key)
+	defer c.unlockKey(sh)
+	if bad {
+		return
+	}
+	if z == nil {
+		c.array(0)
+		return
+	}
+	c.replyZMembers(r.collect(z), withScores)
+}
+
+// replyZMembers replies members, with their scores as pairs (nested arrays
+// in RESP3, flat in RESP2) when withScores is set.
+func (c *Client) replyZMembers(ms []types.ZMember, withScores bool) {
+	if !withScores {
+		c.array(len(ms))
+		for _, m := range ms {
+			c.bulk(m.Member)
+		}
+		return
+	}
+	if c.proto == 3 {
+		c.array(len(ms))
+	} else {
+		c.array(2 * len(ms))
+	}
+	for _, m := range ms {
+		if c.proto == 3 {
+			c.array(2)
+		}
+		c.bulk(m.Member)
+		c.double(m.Score)
+	}
+}
+
+// storeZMembers replaces dst (locked) with a sorted set of ms; an empty
+// result deletes dst.
+func (c *Client) storeZMembers(dst []byte, ms []types.ZMember) {
+	maxLen := 0
+	for _, m := range ms {
+		maxLen = max(maxLen, len(m.Member))
+	}
+	lim := c.lim()
+	z := types.NewZSetSized(len(ms), maxLen, lim)
+	for _, m := range ms {
+		z.Add(m.Member, m.Score, 0, lim)
+	}
+	c.storeColl(dst, shard.TypeZSet, z, z.Len())
+}
+
+func zremrangeGeneric(c *Client, args [][]byte, kind int) {
+	var start, stop int64
+	var smin, smax types.ScoreBound
+	var lmin, lmax types.LexBound
+	switch kind {
+	case zrRank:
+		var ok1, ok2 bool
+		start, ok1 = parseInt(args[2])
+		stop, ok2 = parseInt(args[3])
+		if !ok1 || !ok2 {
+			c.errNotInteger()
+			return
+		}
+	case zrScore:
+		var err1, err2 error
+		smin, err1 = types.ParseScoreBound(args[2])
+		smax, err2 = types.ParseScoreBound(args[3])
+		if err1 != nil || err2 != nil {
+			c.err("ERR min or max is not a float")
+			return
+		}
+	case zrLex:
+		var err1, err2 error
+		lmin, err1 = types.ParseLexBound(args[2])
+		lmax, err2 = types.ParseLexBound(args[3])
+		if err1 != nil || err2 != nil {
+			c.err("ERR min or max not valid string range item")
+			return
+		}
+	}
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	e, found, bad := c.getColl(sh, h, args[1], shard.TypeZSet)
+	if bad {
+		return
+	}
+	if !found {
+		c.int(0)
+		return
+	}
+	z := e.Obj().(*types.ZSet)
+	// Count first so that a no-op is not a write.
+	var n int
+	switch kind {
+	case zrRank:
+		z.RangeByRank(start, stop, false, func([]byte, float64) bool { n++; return true })
+	case zrScore:
+		n = z.CountByScore(smin, smax)
+	case zrLex:
+		n = z.CountByLex(lmin, lmax)
+	}
+	if n == 0 {
+		c.int(0)
+		return
+	}
+	sh.DB(c.db).Modify(&e)
+	switch kind {
+	case zrRank:
+		n = z.RemoveRangeByRank(start, stop)
+	case zrScore:
+		n = z.RemoveRangeByScore(smin, smax)
+	case zrLex:
+		n = z.RemoveRangeByLex(lmin, lmax)
+	}
+	if z.Len() == 0 {
+		sh.DB(c.db).Delete(&e)
+	}
+	c.int(int64(n))
+}
+
+// zpopFrom pops up to n members of the sorted set in e (locked), deleting
+// the key when it empties; a key left with members wakes the next blocked
+// client.
+func (c *Client) zpopFrom(e *shard.Entry, sh *shard.Shard, key []byte, minFirst bool, n int64) []types.ZMember {
+	z := e.Obj().(*types.ZSet)
+	sh.DB(c.db).Modify(e)
+	var out []types.ZMember
+	if minFirst {
+		out = z.PopMin(n)
+	} else {
+		out = z.PopMax(n)
+	}
+	if z.Len() == 0 {
+		sh.DB(c.db).Delete(e)
+	} else {
+		c.srv.signalReady(c.db, key)
+	}
+	return out
+}
+
+func zpopGeneric(c *Client, args [][]byte, minFirst bool) {
+	if len(args) > 3 {
+		c.errSyntax()
+		return
+	}
+	count := int64(1)
+	hasCount := len(args) == 3
+	if hasCount {
+		var ok bool
+		if count, ok = parseCount(c, args[2]); !ok {
+			return
+		}
+	}
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	e, found, bad := c.getColl(sh, h, args[1], shard.TypeZSet)
+	if bad {
+		return
+	}
+	if !found || count == 0 {
+		c.array(0)
+		return
+	}
+	ms := c.zpopFrom(&e, sh, args[1], minFirst, count)
+	if hasCount && c.proto == 3 {
+		c.replyZMembers(ms, true)
+		return
+	}
+	c.array(2 * len(ms))
+	for _, m := range ms {
+		c.bulk(m.Member)
+		c.double(m.Score)
+	}
+}
+
+var (
+	argZPopMin = []byte("ZPOPMIN")
+	argZPopMax = []byte("ZPOPMAX")
+)
+
+func cmdZMPop(c *Client, args [][]byte) {
+	m, ok := parseMPop(c, args, 1, "min", "max")
+	if !ok {
+		return
+	}
+	set := c.lockKeys(m.keys)
+	defer c.unlock(set)
+	if !c.zmpopLocked(m, true) {
+		c.nullArray()
+	}
+}
+
+// zmpopLocked pops from the first non-empty sorted set of m.keys (locked)
+// and replies [key, [[member, score]...]]; false (no reply) when all are
+// empty. Replicated as ZPOPMIN/ZPOPMAX key count.
+func (c *Client) zmpopLocked(m mpopArgs, first bool) bool {
+	for _, k := range m.keys {
+		sh, _ := c.srv.store.ShardOf(k)
+		e, found, wrong := c.peekType(k, shard.TypeZSet)
+		if wrong {
+			if first {
+				c.errWrongType()
+				return true
+			}
+			continue
+		}
+		if !found {
+			continue
+		}
+		ms := c.zpopFrom(&e, sh, k, m.left, m.count)
+		c.array(2)
+		c.bulk(k)
+		c.array(len(ms))
+		for _, zm := range ms {
+			c.array(2)
+			c.bulk(zm.Member)
+			c.double(zm.Score)
+		}
+		cmd := argZPopMax
+		if m.left {
+			cmd = argZPopMin
+		}
+		c.rewrite(cmd, k, bytesArg(int64(len(ms))))
+		return true
+	}
+	return false
+}
+
+func bzpopGeneric(c *Client, args [][]byte, minFirst bool) {
+	timeout, ok := parseTimeout(c, args[len(args)-1])
+	if !ok {
+		return
+	}
+	keys := args[1 : len(args)-1]
+	c.blockOn(keys, timeout, func(first bool) bool {
+		for _, k := range keys {
+			sh, _ := c.srv.store.ShardOf(k)
+			e, found, wrong := c.peekType(k, shard.TypeZSet)
+			if wrong {
+				if first {
+					c.errWrongType()
+					return true
+				}
+				continue
+			}
+			if !found {
+				continue
+			}
+			zm := c.zpopFrom(&e, sh, k, minFirst, 1)[0]
+			c.array(3)
+			c.bulk(k)
+			c.bulk(zm.Member)
+			c.double(zm.Score)
+			cmd := argZPopMax
+			if minFirst {
+				cmd = argZPopMin
+			}
+			c.rewrite(cmd, k)
+			return true
+		}
+		return false
+	}, c.nullArray)
+}
+
+func cmdBZMPop(c *Client, args [][]byte) {
+	timeout, ok := parseTimeout(c, args[1])
+	if !ok {
+		return
+	}
+	m, ok := parseMPop(c, args, 2, "min", "max")
+	if !ok {
+		return
+	}
+	c.blockOn(m.keys, timeout, func(first bool) bool { return c.zmpopLocked(m, first) }, c.nullArray)
+}
+
+func cmdZRandMember(c *Client, args [][]byte) {
+	if len(args) == 2 {
+		sh, z, bad := c.readZSet(args[1])
+		defer c.unlockKey(sh)
+		if bad {
+			return
+		}
+		if z == nil {
+			c.null()
+			return
+		}
+		z.RandomMembers(c.rand(), 1, func(m []byte, _ float64) { c.bulk(m) })
+		return
+	}
+	count, ok := parseInt(args[2])
+	if !ok {
+		c.errNotInteger()
+		return
+	}
+	if count == math.MinInt64 {
+		c.err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+		return
+	}
+	withScores := false
+	if len(args) > 4 || (len(args) == 4 && !eq(args[3], "withscores")) {
+		c.errSyntax()
+		return
+	} else if len(args) == 4 {
+		withScores = true
+		if count < -math.MaxInt64/2 || count > math.MaxInt64/2 {
+			c.err("ERR value is out of range")
+			return
+		}
+	}
+	sh, z, bad := c.readZSet(args[1])
+	defer c.unlockKey(sh)
+	if bad {
+		return
+	}
+	if z == nil || count == 0 {
+		c.array(0)
+		return
+	}
+	n := count
+	if n < 0 {
+		n = -n
+	} else {
+		n = min(n, int64(z.Len()))
+	}
+	switch {
+	case withScores && c.proto == 3:
+		c.array(int(n))
+	case withScores:
+		c.array(int(2 * n))
+	default:
+		c.array(int(n))
+	}
+	z.RandomMembers(c.rand(), count, func(m []byte, s float64) {
+		if withScores && c.proto == 3 {
+			c.array(2)
+		}
+		c.bulk(m)
+		if withScores {
+			c.double(s)
+		}
+	})
+}
+
+// Operations of ZUNION, ZINTER and ZDIFF.
+const (
+	zopUnion = iota
+	zopInter
+	zopDiff
+)
+
+// zsource is one input of ZUNION/ZINTER/ZDIFF: a sorted set, a set (every
+// member scores 1), or nothing (a missing key).
+type zsource struct {
+	z      *types.ZSet
+	s      *types.Set
+	weight float64
+}
+
+func (src *zsource) len() int {
+	switch {
+	case src.z != nil:
+		return src.z.Len()
+	case src.s != nil:
+		return src.s.Len()
+	}
+	return 0
+}
+
+func (src *zsource) iterate(fn func(m []byte, score float64) bool) {
+	switch {
+	case src.z != nil:
+		src.z.Iterate(fn)
+	case src.s != nil:
+		src.s.Iterate(func(m []byte) bool { return fn(m, 1) })
+	}
+}
+
+func (src *zsource) score(m []byte) (float64, bool) {
+	switch {
+	case src.z != nil:
+		return src.z.Score(m)
+	case src.s != nil:
+		return 1, src.s.Contains(m)
+	}
+	return 0, false
+}
+
+const (
+	aggSum = iota
+	aggMin
+	aggMax
+)
+
+func aggregate(agg int, acc, v float64) float64 {
+	switch agg {
+	case aggMin:
+		return math.Min(acc, v)
+	case aggMax:
+		return math.Max(acc, v)
+	}
+	r := acc + v
+	if math.IsNaN(r) {
+		return 0
+	}
+	return r
+}
+
+// zsetOpGeneric is ZUNION/ZINTER/ZDIFF[STORE] and ZINTERCARD; numIdx is the
+// index of numkeys.
+func zsetOpGeneric(c *Client, args [][]byte, numIdx int, dst []byte, op int, cardOnly bool) {
+	n, ok := parseInt(args[numIdx])
+	if !ok {
+		c.errNotInteger()
+		return
+	}
+	if n < 1 {
+		c.err("ERR at least 1 input key is needed for '" + lower(args[0]) + "' command")
+		return
+	}
+	if n > int64(len(args)-numIdx-1) {
+		c.errSyntax()
+		return
+	}
+	keys := args[numIdx+1 : numIdx+1+int(n)]
+	srcs := make([]zsource, n)
+	for i := range srcs {
+		srcs[i].weight = 1
+	}
+	agg, withScores := aggSum, false
+	limit := int64(0)
+	for j := numIdx + 1 + int(n); j < len(args); {
+		rem := len(args) - j
+		a := args[j]
+		switch {
+		case op != zopDiff && !cardOnly && rem >= int(n) && eq(a, "weights"):
+			// Redis requires only numkeys arguments in total, WEIGHTS included.
+			j++
+			if len(args)-j < int(n) {
+				c.errSyntax()
+				return
+			}
+			for i := range srcs {
+				w, ok := parseScore(args[j])
+				if !ok {
+					c.err("ERR weight value is not a float")
+					return
+				}
+				srcs[i].weight = w
+				j++
+			}
+		case op != zopDiff && !cardOnly && rem >= 2 && eq(a, "aggregate"):
+			switch {
+			case eq(args[j+1], "sum"):
+				agg = aggSum
+			case eq(args[j+1], "min"):
+				agg = aggMin
+			case eq(args[j+1], "max"):
+				agg = aggMax
+			default:
+				c.errSyntax()
+				return
+			}
+			j += 2
+		case dst == nil && !cardOnly && eq(a, "withscores"):
+			withScores = true
+			j++
+		case cardOnly && rem >= 2 && eq(a, "limit"):
+			v, ok := parseInt(args[j+1])
+			if !ok || v < 0 {
+				c.err("ERR LIMIT can't be negative")
+				return
+			}
+			limit = v
+			j += 2
+		default:
+			c.errSyntax()
+			return
+		}
+	}
+	var set *shard.Set
+	if dst != nil {
+		set = c.lockKeys(keys, [][]byte{dst})
+	} else {
+		set = c.lockKeys(keys)
+	}
+	defer c.unlock(set)
+	for i, k := range keys {
+		sh, h := c.srv.store.ShardOf(k)
+		e, found := sh.Lookup(c.db, h, k, now())
+		if !found {
+			continue
+		}
+		switch e.Type() {
+		case shard.TypeZSet:
+			srcs[i].z = e.Obj().(*types.ZSet)
+		case shard.TypeSet:
+			srcs[i].s = e.Obj().(*types.Set)
+		default:
+			c.errWrongType()
+			return
+		}
+	}
+	weighted := func(src *zsource, s float64) float64 {
+		r := src.weight * s
+		if math.IsNaN(r) {
+			return 0
+		}
+		return r
+	}
+	var res []types.ZMember
+	switch op {
+	case zopUnion:
+		idx := map[string]int{}
+		for i := range srcs {
+			src := &srcs[i]
+			src.iterate(func(m []byte, s float64) bool {
+				v := weighted(src, s)
+				if k, ok := idx[string(m)]; ok {
+					res[k].Score = aggregate(agg, res[k].Score, v)
+				} else {
+					idx[string(m)] = len(res)
+					res = append(res, types.ZMember{Member: append([]byte(nil), m...), Score: v})
+				}
+				return true
+			})
+		}
+	case zopInter:
+		order := make([]int, len(srcs))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return srcs[a].len() - srcs[b].len() })
+		first := &srcs[order[0]]
+		count := int64(0)
+		first.iterate(func(m []byte, s float64) bool {
+			acc := weighted(first, s)
+			for _, i := range order[1:] {
+				o := &srcs[i]
+				os, ok := o.score(m)
+				if !ok {
+					return true
+				}
+				acc = aggregate(agg, acc, weighted(o, os))
+			}
+			count++
+			if cardOnly {
+				return limit == 0 || count < limit
+			}
+			res = append(res, types.ZMember{Member: append([]byte(nil), m...), Score: acc})
+			return true
+		})
+		if cardOnly {
+			c.int(count)
+			return
+		}
+	case zopDiff:
+		srcs[0].iterate(func(m []byte, s float64) bool {
+			for i := 1; i < len(srcs); i++ {
+				if _, ok := srcs[i].score(m); ok {
+					return true
+				}
+			}
+			res = append(res, types.ZMember{Member: append([]byte(nil), m...), Score: s})
+			return true
+		})
+	}
+	slices.SortFunc(res, func(a, b types.ZMember) int {
+		switch {
+		case a.Score < b.Score:
+			return -1
+		case a.Score > b.Score:
+			return 1
+		}
+		return bytes.Compare(a.Member, b.Member)
+	})
+	if dst != nil {
+		c.storeZMembers(dst, res)
+		c.int(int64(len(res)))
+		return
+	}
+	c.replyZMembers(res, withScores)
+}
+
+func cmdZScan(c *Client, args [][]byte) {
+	cursor, ok := parseCursor(c, args[2])
+	if !ok {
+		return
+	}
+	pattern, count, ok := scanOpts(c, args[3:])
+	if !ok {
+		return
+	}
+	sh, z, bad := c.readZSet(args[1])
+	defer c.unlockKey(sh)
+	if bad {
+		return
+	}
+	var out [][]byte
+	next := uint64(0)
+	if z != nil {
+		next = z.Scan(cursor, count, func(m []byte, s float64) {
+			if pattern == nil || globMatch(pattern, m, false) {
+				out = append(out, append([]byte(nil), m...), appendDouble(nil, s))
+			}
+		})
+	}
+	c.array(2)
+	c.bulkString(strconv.FormatUint(next, 10))
+	c.array(len(out))
+	for _, b := range out {
+		c.bulk(b)
+	}
+}

@@ -1,0 +1,143 @@
+package server
+
+import (
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/damselflydb/damselfly/shard"
+	"github.com/damselflydb/damselfly/shard/types"
+)
+
+// Helpers shared by the collection commands (lists, hashes, sets, sorted
+// sets). Collections live in shard entries as objects from package types;
+// a command finds the entry under its shard lock, checks its type, calls
+// db.Modify before changing the object in place, and deletes the key when
+// the collection becomes empty (Redis never keeps empty collections).
+
+// defaultLimits are the encoding thresholds of redis-server 7.0, which has
+// no listpack sets: set-max-listpack-entries 0 makes small non-integer sets
+// "hashtable" as 7.0 reports them.
+func defaultLimits() types.Limits {
+	l := types.DefaultLimits
+	l.SetMaxListpackEntries = 0
+	return l
+}
+
+// lim returns the current encoding thresholds (replaced as a whole by
+// CONFIG SET, so a command sees one consistent set).
+func (c *Client) lim() *types.Limits { return c.srv.limits.Load() }
+
+// getColl looks key up in the locked shard sh and checks its type. A
+// missing key returns found=false; a key of another type is answered with
+// WRONGTYPE and returns bad=true.
+func (c *Client) getColl(sh *shard.Shard, h uint64, key []byte, t shard.Type) (e shard.Entry, found, bad bool) {
+	e, found = sh.Lookup(c.db, h, key, now())
+	if found && e.Type() != t {
+		c.errWrongType()
+		return e, false, true
+	}
+	return e, found, false
+}
+
+// getCollAt is getColl for a command holding several shard locks.
+func (c *Client) getCollAt(key []byte, t shard.Type) (sh *shard.Shard, h uint64, e shard.Entry, found, bad bool) {
+	sh, h = c.srv.store.ShardOf(key)
+	e, found, bad = c.getColl(sh, h, key, t)
+	return
+}
+
+// peekType is like getColl but does not reply: wrong reports a type mismatch.
+func (c *Client) peekType(key []byte, t shard.Type) (e shard.Entry, found, wrong bool) {
+	sh, h := c.srv.store.ShardOf(key)
+	e, found = sh.Lookup(c.db, h, key, now())
+	if found && e.Type() != t {
+		return e, false, true
+	}
+	return e, found, false
+}
+
+// putColl stores a new collection under key (replacing whatever was there)
+// and wakes clients blocked on it when it is a list or a sorted set.
+func (c *Client) putColl(sh *shard.Shard, h uint64, key []byte, t shard.Type, obj any) {
+	sh.DB(c.db).Put(h, key, shard.Value{Type: t, Obj: obj})
+	if t == shard.TypeList || t == shard.TypeZSet {
+		c.srv.signalReady(c.db, key)
+	}
+}
+
+// storeColl replaces key with obj, a collection of n elements (a *STORE
+// destination, whose shard is locked): an empty result deletes the key, as
+// Redis does.
+func (c *Client) storeColl(key []byte, t shard.Type, obj any, n int) {
+	sh, h := c.srv.store.ShardOf(key)
+	if old, ok := sh.Lookup(c.db, h, key, now()); ok {
+		sh.DB(c.db).Delete(&old)
+	}
+	if n > 0 {
+		c.putColl(sh, h, key, t, obj)
+	}
+}
+
+// rand is the client's random source (SPOP, SRANDMEMBER, HRANDFIELD ...).
+func (c *Client) rand() *rand.Rand {
+	if c.rnd == nil {
+		c.rnd = rand.New(rand.NewPCG(randUint64(), randUint64()))
+	}
+	return c.rnd
+}
+
+// parseCount parses a count argument with Redis's "value is out of range,
+// must be positive" rule (LPOP, SPOP, ZPOPMIN ... counts).
+func parseCount(c *Client, b []byte) (int64, bool) {
+	n, ok := parseInt(b)
+	if !ok || n < 0 {
+		c.err("ERR value is out of range, must be positive")
+		return 0, false
+	}
+	return n, true
+}
+
+// scanOpts parses the [MATCH pattern] [COUNT count] options of HSCAN, SSCAN
+// and ZSCAN; args start after the cursor.
+func scanOpts(c *Client, args [][]byte) (pattern []byte, count int, ok bool) {
+	count = 10
+	for i := 0; i < len(args); i++ {
+		switch {
+		case eq(args[i], "count") && i+1 < len(args):
+			n, ok := parseInt(args[i+1])
+			if !ok {
+				c.errNotInteger()
+				return nil, 0, false
+			}
+			if n < 1 {
+				c.errSyntax()
+				return nil, 0, false
+			}
+			count = int(min(n, 1<<30))
+			i++
+		case eq(args[i], "match") && i+1 < len(args):
+			pattern = args[i+1]
+			if len(pattern) == 1 && pattern[0] == '*' {
+				pattern = nil
+			}
+			i++
+		default:
+			c.errSyntax()
+			return nil, 0, false
+		}
+	}
+	return pattern, count, true
+}
+
+// parseCursor parses a SCAN-family cursor.
+func parseCursor(c *Client, b []byte) (uint64, bool) {
+	cur, err := strconv.ParseUint(string(b), 10, 64)
+	if err != nil {
+		c.err("ERR invalid cursor")
+		return 0, false
+	}
+	return cur, true
+}
+
+// bytesArg formats an integer as a replication argument.
+func bytesArg(n int64) []byte { return strconv.AppendInt(nil, n, 10) }
