@@ -157,6 +157,10 @@ func rawRead(fd int, b []byte) (int, syscall.Errno) {
 	if len(b) == 0 {
 		return 0, 0
 	}
+	if raceEnabled {
+		n, err := syscall.Read(fd, b)
+		return n, errnoOf(err)
+	}
 	r, _, errno := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 	if errno != 0 {
 		return 0, errno
@@ -165,11 +169,22 @@ func rawRead(fd int, b []byte) (int, syscall.Errno) {
 }
 
 func rawWrite(fd int, b []byte) (int, syscall.Errno) {
+	if raceEnabled {
+		n, err := syscall.Write(fd, b)
+		return n, errnoOf(err)
+	}
 	r, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 	if errno != 0 {
 		return 0, errno
 	}
 	return int(r), 0
+}
+
+func errnoOf(err error) syscall.Errno {
+	if err == nil {
+		return 0
+	}
+	return err.(syscall.Errno)
 }
 
 func (l *eventLoop) wake() {
