@@ -204,6 +204,17 @@ func (l *eventLoop) run() {
 	defer l.srv.wg.Done()
 	var ep *os.File
 	defer func() {
+		// Stopped (or failed): no client is adopted from now on; close
+		// the ones queued and owned.
+		l.mu.Lock()
+		l.stopped = true
+		adds := l.adds
+		l.adds = nil
+		l.mu.Unlock()
+		for _, c := range adds {
+			syscall.Close(c.fd)
+			l.forget(c)
+		}
 		for _, c := range l.conns {
 			if c != nil {
 				l.closeClient(c)
