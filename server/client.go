@@ -21,8 +21,23 @@ const (
 // its own goroutine only, except those under mu (read by CLIENT LIST/KILL).
 type Client struct {
 	srv *Server
-	nc  net.Conn
 	id  int64
+
+	// The connection is either served by its own goroutine (nc set, loop
+	// nil) or owned by an event loop (loop and fd set, nc nil) until a
+	// command that may block detaches it (eventloop_linux.go); connMu
+	// guards the switch so that CLIENT KILL and shutdown (closeConn) reach
+	// whichever owns the connection.
+	connMu sync.Mutex
+	nc     net.Conn
+	loop   *eventLoop
+	fd     int
+	// detach is set by execute when a loop-owned client must continue on
+	// its own goroutine before running the command at in[r:]; outPos is
+	// how much of out a loop has written so far.
+	detach  bool
+	outPos  int
+	waitOut bool // the loop waits for EPOLLOUT to write out[outPos:]
 
 	in   []byte // input buffer; unconsumed bytes are in[r:w]
 	r, w int
@@ -73,6 +88,7 @@ func (s *Server) newClient(nc net.Conn) *Client {
 	c := &Client{
 		srv:     s,
 		nc:      nc,
+		fd:      -1,
 		id:      s.nextClientID.Add(1),
 		in:      make([]byte, readBufSize),
 		p:       newParser(),
@@ -92,19 +108,35 @@ func (s *Server) newClient(nc net.Conn) *Client {
 	return c
 }
 
-// serve runs the connection: read what is available, execute every complete
-// request, write all replies at once.
-func (c *Client) serve() {
+// serve runs the connection on its own goroutine: read what is available,
+// execute every complete request, write all replies at once.
+func (c *Client) serve() { c.serveFrom(false) }
+
+// serveFrom is serve; resumed (a client detached from an event loop) first
+// writes the replies the loop had not written yet and executes the input
+// already buffered before reading more.
+func (c *Client) serveFrom(resumed bool) {
 	defer c.srv.dropClient(c)
 	defer c.nc.Close()
 	defer c.endSession()
-	for {
-		if c.w == len(c.in) {
-			c.makeRoom()
+	if resumed && c.outPos < len(c.out) {
+		if _, err := c.nc.Write(c.out[c.outPos:]); err != nil {
+			return
 		}
-		n, rerr := c.nc.Read(c.in[c.w:])
-		c.w += n
-		c.lastSeen.Store(time.Now().UnixNano())
+	}
+	c.out, c.outPos = c.out[:0], 0
+	for {
+		var n int
+		var rerr error
+		if !resumed {
+			if c.w == len(c.in) {
+				c.makeRoom()
+			}
+			n, rerr = c.nc.Read(c.in[c.w:])
+			c.w += n
+			c.lastSeen.Store(time.Now().UnixNano())
+		}
+		resumed = false
 		perr := c.processInput()
 		if c.sess.outq != nil { // subscribed: output goes through the queue
 			if !c.queueOutput() {
@@ -165,7 +197,7 @@ func (c *Client) makeRoom() {
 
 // processInput executes every complete request in the input buffer.
 func (c *Client) processInput() error {
-	for c.r < c.w && !c.quit && !c.closed.Load() && c.handoff == nil {
+	for c.r < c.w && !c.quit && !c.closed.Load() && c.handoff == nil && !c.detach {
 		args, n, err := c.p.next(c.in[c.r:c.w])
 		switch {
 		case err == errNeedMore:
@@ -178,8 +210,14 @@ func (c *Client) processInput() error {
 			c.srv.log.Debug("protocol error", "client", c.id, "addr", c.addr, "err", err)
 			return err
 		}
-		c.r += n
 		c.execute(args)
+		if c.detach {
+			// Not run: the request stays buffered for the goroutine
+			// that takes the connection over (the parser is back at a
+			// command start, so it parses it again).
+			return nil
+		}
+		c.r += n
 	}
 	return nil
 }
@@ -220,6 +258,10 @@ func (c *Client) execute(args [][]byte) {
 		}
 	}
 	if c.intercept(cmd, args) { // MULTI queuing, Pub/Sub context
+		return
+	}
+	if c.loop != nil && c.mayBlock(cmd) {
+		c.detach = true
 		return
 	}
 	if cmd.write && !c.fromPrimary && c.srv.repl.IsReplica() {
@@ -282,6 +324,39 @@ func sanitize(b []byte, max int) string {
 		}
 	}
 	return string(s)
+}
+
+// closeConn closes the connection from any goroutine (CLIENT KILL,
+// shutdown); the goroutine or loop serving it notices and cleans up.
+func (c *Client) closeConn() {
+	c.connMu.Lock()
+	nc, l := c.nc, c.loop
+	c.connMu.Unlock()
+	if nc != nil {
+		_ = nc.Close()
+	} else if l != nil {
+		l.requestClose(c)
+	}
+}
+
+// mayBlock reports whether cmd may wait inside its handler or take the
+// connection over, so that an event loop must not run it: blocking
+// commands, WAIT, entering Pub/Sub (output through a writer goroutine),
+// PSYNC/SYNC (handoff), scripts (SCRIPT KILL must reach a busy one), and
+// the slow admin commands DEBUG and SAVE. EXEC qualifies when it would run
+// one of them.
+func (c *Client) mayBlock(cmd *command) bool {
+	if cmd.mayBlock {
+		return true
+	}
+	if cmd.name == "exec" && c.sess.tx != nil {
+		for _, q := range c.sess.tx.queue {
+			if q.cmd.mayBlock {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // info describes the client as CLIENT LIST does.

@@ -329,10 +329,11 @@ func (c *Client) clientKill(args [][]byte) {
 	c.int(killed)
 }
 
-// kill closes the client's connection; its goroutine notices and exits.
+// kill closes the client's connection; its goroutine or loop notices and
+// cleans up.
 func (c *Client) kill() {
 	c.closed.Store(true)
-	_ = c.nc.Close()
+	c.closeConn()
 }
 
 func (s *Server) clientList() []*Client {

@@ -406,7 +406,7 @@ func (s *Server) shutdown(by *Client, mode shutdownMode, force bool) error {
 	for _, c := range s.clients {
 		if c != by {
 			c.closed.Store(true)
-			c.nc.Close()
+			c.closeConn()
 		}
 	}
 	s.clientsMu.Unlock()

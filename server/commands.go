@@ -14,6 +14,7 @@ type command struct {
 	step     int
 	noAuth   bool // allowed before AUTH
 	write    bool
+	mayBlock bool // never run on an event loop (Client.mayBlock)
 	denyOOM  bool // refused while used memory is over maxmemory
 	fn       func(c *Client, args [][]byte)
 	group    string
@@ -32,9 +33,14 @@ func commandTable() map[string]*command {
 				cmd.write = true
 			case "no_auth":
 				cmd.noAuth = true
+			case "blocking":
+				cmd.mayBlock = true
 			case "denyoom":
 				cmd.denyOOM = true
 			}
+		}
+		if mayBlockCommands[name] {
+			cmd.mayBlock = true
 		}
 		t[name] = cmd
 	}
@@ -56,3 +62,14 @@ func commandTable() map[string]*command {
 }
 
 type registrar = func(name string, arity int, flags string, first, last, step int, group string, fn func(*Client, [][]byte))
+
+// mayBlockCommands are the commands, besides those flagged "blocking", that
+// may wait or take the connection over (see Client.mayBlock). A command that
+// starts queued output (startAsync, Pub/Sub) or sets Client.handoff must be
+// listed: those need the connection as a net.Conn.
+var mayBlockCommands = map[string]bool{
+	"subscribe": true, "psubscribe": true, "ssubscribe": true,
+	"psync": true, "sync": true, "wait": true,
+	"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true,
+	"fcall": true, "fcall_ro": true, "debug": true, "save": true,
+}

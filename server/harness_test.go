@@ -19,10 +19,19 @@ import (
 )
 
 // startServer runs a server on a free loopback port for the test's duration.
+// DAMSELFLY_GOROUTINE_PER_CONN=1 runs the tests with a goroutine per
+// connection instead of the event loops.
 func startServer(t testing.TB, mutate ...func(*Config)) *Server {
 	t.Helper()
+	return startServerPrepared(t, nil, mutate...)
+}
+
+// startServerPrepared is startServer with prepare run between New and Start.
+func startServerPrepared(t testing.TB, prepare func(*Server), mutate ...func(*Config)) *Server {
+	t.Helper()
 	cfg := Config{Port: 0, Bind: "127.0.0.1", Shards: 4, DBNum: 16, Dir: t.TempDir(), DBFilename: "dump.rdb",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
+		GoroutinePerConn: os.Getenv("DAMSELFLY_GOROUTINE_PER_CONN") == "1"}
 	if testing.Verbose() {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -30,6 +39,9 @@ func startServer(t testing.TB, mutate ...func(*Config)) *Server {
 		m(&cfg)
 	}
 	s := New(cfg)
+	if prepare != nil {
+		prepare(s)
+	}
 	if err := s.Start(cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -166,21 +166,24 @@ func TestWatchOtherClient(t *testing.T) {
 
 // EXEC's writes reach the journal as MULTI ... EXEC (several) or alone (one).
 func TestExecJournal(t *testing.T) {
-	s := startServer(t)
 	var mu sync.Mutex
 	var got []string
-	inner := s.journal
-	s.journal = func(db int, args [][]byte) int64 {
-		mu.Lock()
-		defer mu.Unlock()
-		defer inner(db, args)
-		line := fmt.Sprint(db)
-		for _, a := range args {
-			line += " " + string(a)
+	// The hook is installed before Start: the connection's goroutine or
+	// event loop reads s.journal.
+	s := startServerPrepared(t, func(s *Server) {
+		inner := s.journal
+		s.journal = func(db int, args [][]byte) int64 {
+			mu.Lock()
+			defer mu.Unlock()
+			defer inner(db, args)
+			line := fmt.Sprint(db)
+			for _, a := range args {
+				line += " " + string(a)
+			}
+			got = append(got, line)
+			return 0
 		}
-		got = append(got, line)
-		return 0
-	}
+	})
 	r := dialRaw(t, s)
 	for _, cmd := range [][]string{{"MULTI"}, {"SET", "a", "1"}, {"GET", "a"}, {"SELECT", "2"}, {"INCR", "b"}, {"EXEC"},
 		{"MULTI"}, {"SET", "c", "1"}, {"GET", "c"}, {"EXEC"}} {

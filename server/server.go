@@ -1,9 +1,15 @@
 // Package server is Damselfly's Redis protocol front end: listeners,
 // connections, authentication, the command table, dispatch and replies.
 //
-// Each connection runs in its own goroutine that reads whatever the client
-// sent, executes every complete request in order, and writes all replies with
-// one write. Commands reach data only through package shard: a single-key
+// TCP connections are served by event loops (eventloop_linux.go: one epoll
+// instance per GOMAXPROCS, each on its own goroutine): on readiness a loop
+// reads whatever the client sent, executes every complete request in order,
+// and writes all replies with one write, so the common request/response path
+// never parks a goroutine. A command that may block or take the connection
+// over (Client.mayBlock) first detaches its connection to a goroutine of its
+// own, which serves it as before from then on. Unix socket connections, and
+// all connections with Config.GoroutinePerConn or off Linux, have a
+// goroutine each from the start. Commands reach data only through package shard: a single-key
 // command locks the key's shard; a multi-key command locks its shards in
 // ascending order.
 package server
@@ -55,6 +61,9 @@ type Config struct {
 	ReplicaOf       string
 	MasterAuth      string
 	ReplBacklogSize int64
+	// GoroutinePerConn serves every connection on its own goroutine instead
+	// of the epoll event loops (the only mode off Linux).
+	GoroutinePerConn bool
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -99,6 +108,9 @@ type Server struct {
 	clientsMu    sync.Mutex
 	clients      map[int64]*Client
 	listeners    []net.Listener
+	loops        []*eventLoop // nil: goroutine per connection
+	nextLoop     int          // round-robin assignment (accept goroutines)
+	loopMu       sync.Mutex
 	mc           *memcache.Server
 	mcAddr       string
 	stats        stats
@@ -215,6 +227,16 @@ func (s *Server) Start(cfg Config) error {
 		}
 		s.mcAddr = mln.Addr().String()
 	}
+	if !cfg.GoroutinePerConn {
+		loops, err := s.startLoops()
+		if err != nil {
+			for _, l := range s.listeners {
+				l.Close()
+			}
+			return err
+		}
+		s.loops = loops
+	}
 	for _, l := range s.listeners {
 		s.wg.Add(1)
 		go s.acceptLoop(l)
@@ -271,6 +293,16 @@ func (s *Server) acceptLoop(l net.Listener) {
 		s.clientsMu.Lock()
 		s.clients[c.id] = c
 		s.clientsMu.Unlock()
+		if tc, ok := nc.(*net.TCPConn); ok && s.loops != nil {
+			s.loopMu.Lock()
+			l := s.loops[s.nextLoop%len(s.loops)]
+			s.nextLoop++
+			s.loopMu.Unlock()
+			if err := l.adopt(c, tc); err == nil {
+				continue
+			}
+			s.log.Warn("event loop: serving the connection on a goroutine", "client", c.id, "err", err)
+		}
 		go c.serve()
 	}
 }
@@ -346,9 +378,12 @@ func (s *Server) Close() error {
 	s.clientsMu.Lock()
 	for _, c := range s.clients {
 		c.closed.Store(true)
-		c.nc.Close()
+		c.closeConn()
 	}
 	s.clientsMu.Unlock()
+	for _, l := range s.loops {
+		l.stop()
+	}
 	s.repl.Close()
 	s.wg.Wait()
 	return nil

@@ -137,12 +137,13 @@ func TestHugeDeclaredLengths(t *testing.T) {
 // TestPanicIsContained: a command that panics answers an error and the
 // server keeps serving (this client and others).
 func TestPanicIsContained(t *testing.T) {
-	s := startServer(t)
-	s.cmds["boom"] = &command{name: "boom", arity: 1, fn: func(c *Client, _ [][]byte) {
-		sh, _ := c.lockKey([]byte("k"))
-		defer sh.Unlock()
-		panic("deliberate")
-	}}
+	s := startServerPrepared(t, func(s *Server) {
+		s.cmds["boom"] = &command{name: "boom", arity: 1, fn: func(c *Client, _ [][]byte) {
+			sh, _ := c.lockKey([]byte("k"))
+			defer sh.Unlock()
+			panic("deliberate")
+		}}
+	})
 	r := dialRaw(t, s)
 	r.do("BOOM")
 	if got := r.reply(); !strings.HasPrefix(got[0], "-ERR internal error") {

@@ -37,25 +37,26 @@ func (m *memory) Decode(ctx *kong.DecodeContext) error {
 }
 
 type cli struct {
-	Port          int              `help:"TCP port for the Redis protocol." default:"6379" env:"DAMSELFLY_PORT"`
-	Bind          string           `help:"Address to listen on." default:"0.0.0.0" env:"DAMSELFLY_BIND"`
-	Requirepass   string           `help:"Password clients must AUTH with." env:"DAMSELFLY_REQUIREPASS"`
-	ProtectedMode bool             `name:"protected-mode" help:"Without a password, accept only loopback clients." default:"true" negatable:"" env:"DAMSELFLY_PROTECTED_MODE"`
-	Maxmemory     memory           `help:"Memory limit (e.g. 512mb, 4gb); 0 = none." default:"0" env:"DAMSELFLY_MAXMEMORY"`
-	Dir           string           `help:"Directory for dump files." default:"." env:"DAMSELFLY_DIR"`
-	Dbfilename    string           `help:"Dump file name." default:"dump.rdb" env:"DAMSELFLY_DBFILENAME"`
-	Save          string           `help:"Save schedule: pairs of 'seconds changes'; empty disables." default:"3600 1 300 100 60 10000" env:"DAMSELFLY_SAVE"`
-	Shards        int              `help:"Number of shards (default: GOMAXPROCS)." default:"0" env:"DAMSELFLY_SHARDS"`
-	Dbnum         int              `help:"Number of databases." default:"16" env:"DAMSELFLY_DBNUM"`
-	Unixsocket    string           `help:"Also listen on this Unix socket." env:"DAMSELFLY_UNIXSOCKET"`
-	MemcachedPort int              `name:"memcached_port" help:"TCP port for the Memcached text protocol; 0 = off." default:"0" env:"DAMSELFLY_MEMCACHED_PORT"`
-	MaxItemSize   memory           `name:"max_item_size" help:"Largest memcached item (e.g. 1mb)." default:"1mb" env:"DAMSELFLY_MAX_ITEM_SIZE"`
-	Replicaof     string           `help:"Replicate the primary at host:port from the start." env:"DAMSELFLY_REPLICAOF"`
-	Masterauth    string           `help:"Password to AUTH with on the primary." env:"DAMSELFLY_MASTERAUTH"`
-	ReplBacklog   memory           `name:"repl_backlog_size" help:"Replication backlog for partial resync (e.g. 1mb)." default:"1mb" env:"DAMSELFLY_REPL_BACKLOG_SIZE"`
-	Loglevel      string           `help:"debug, verbose, notice or warning." default:"notice" enum:"debug,verbose,notice,warning" env:"DAMSELFLY_LOGLEVEL"`
-	Version       kong.VersionFlag `help:"Print the version and exit."`
-	Healthcheck   bool             `help:"Send PING to the server on 127.0.0.1:--port and exit 0 on PONG (for container health checks)."`
+	Port             int              `help:"TCP port for the Redis protocol." default:"6379" env:"DAMSELFLY_PORT"`
+	Bind             string           `help:"Address to listen on." default:"0.0.0.0" env:"DAMSELFLY_BIND"`
+	Requirepass      string           `help:"Password clients must AUTH with." env:"DAMSELFLY_REQUIREPASS"`
+	ProtectedMode    bool             `name:"protected-mode" help:"Without a password, accept only loopback clients." default:"true" negatable:"" env:"DAMSELFLY_PROTECTED_MODE"`
+	Maxmemory        memory           `help:"Memory limit (e.g. 512mb, 4gb); 0 = none." default:"0" env:"DAMSELFLY_MAXMEMORY"`
+	Dir              string           `help:"Directory for dump files." default:"." env:"DAMSELFLY_DIR"`
+	Dbfilename       string           `help:"Dump file name." default:"dump.rdb" env:"DAMSELFLY_DBFILENAME"`
+	Save             string           `help:"Save schedule: pairs of 'seconds changes'; empty disables." default:"3600 1 300 100 60 10000" env:"DAMSELFLY_SAVE"`
+	Shards           int              `help:"Number of shards (default: GOMAXPROCS)." default:"0" env:"DAMSELFLY_SHARDS"`
+	Dbnum            int              `help:"Number of databases." default:"16" env:"DAMSELFLY_DBNUM"`
+	Unixsocket       string           `help:"Also listen on this Unix socket." env:"DAMSELFLY_UNIXSOCKET"`
+	MemcachedPort    int              `name:"memcached_port" help:"TCP port for the Memcached text protocol; 0 = off." default:"0" env:"DAMSELFLY_MEMCACHED_PORT"`
+	MaxItemSize      memory           `name:"max_item_size" help:"Largest memcached item (e.g. 1mb)." default:"1mb" env:"DAMSELFLY_MAX_ITEM_SIZE"`
+	Replicaof        string           `help:"Replicate the primary at host:port from the start." env:"DAMSELFLY_REPLICAOF"`
+	Masterauth       string           `help:"Password to AUTH with on the primary." env:"DAMSELFLY_MASTERAUTH"`
+	ReplBacklog      memory           `name:"repl_backlog_size" help:"Replication backlog for partial resync (e.g. 1mb)." default:"1mb" env:"DAMSELFLY_REPL_BACKLOG_SIZE"`
+	GoroutinePerConn bool             `name:"goroutine-per-conn" help:"Serve each connection on its own goroutine instead of the epoll event loops (always so off Linux)." env:"DAMSELFLY_GOROUTINE_PER_CONN"`
+	Loglevel         string           `help:"debug, verbose, notice or warning." default:"notice" enum:"debug,verbose,notice,warning" env:"DAMSELFLY_LOGLEVEL"`
+	Version          kong.VersionFlag `help:"Print the version and exit."`
+	Healthcheck      bool             `help:"Send PING to the server on 127.0.0.1:--port and exit 0 on PONG (for container health checks)."`
 }
 
 func main() {
@@ -97,6 +98,7 @@ func main() {
 		UnixSocket: c.Unixsocket, ProtectedMode: c.ProtectedMode, Save: c.Save, Logger: log,
 		MemcachedPort: c.MemcachedPort, MaxItemSize: int(c.MaxItemSize),
 		ReplicaOf: c.Replicaof, MasterAuth: c.Masterauth, ReplBacklogSize: int64(c.ReplBacklog),
+		GoroutinePerConn: c.GoroutinePerConn,
 	}
 	srv := server.New(cfg)
 	// A dump that exists but cannot be read stops us here: starting empty
