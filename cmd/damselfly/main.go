@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -89,6 +90,7 @@ func main() {
 		os.Exit(healthcheck(c.Port, c.Requirepass))
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(c.Loglevel)}))
+	tuneGC()
 	if c.Shards <= 0 {
 		c.Shards = runtime.GOMAXPROCS(0)
 	}
@@ -195,4 +197,16 @@ func logLevel(s string) slog.Level {
 		return slog.LevelWarn
 	}
 	return slog.LevelInfo
+}
+
+// tuneGC lowers the collector's headroom unless GOGC is set. Entries live in
+// mmap'd slabs outside the Go heap, so the live heap is small (the index and
+// collection objects) and GOGC=100 would let garbage grow to that size again
+// before collecting: measured during a BGSAVE of 1M keys, the heap swung
+// 10 -> 21 MB, most of the save's 11% memory peak. Cycles over a small,
+// mostly pointer-free heap cost well under a millisecond of CPU each.
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(25)
+	}
 }
