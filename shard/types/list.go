@@ -8,17 +8,75 @@ import (
 // List is a Redis list: one listpack while small, then a quicklist (a slice
 // of nodes, each a packed []byte of elements of about 8 KiB), as Redis 7.2.
 // Unlike Redis 7.2 a quicklist never converts back to a listpack.
+//
+// Head operations on a quicklist are amortized O(1) in the element size:
+// the node slice and the head node keep free room in front of their data
+// (nbase / qnode.base, see headroom), so LPUSH writes one entry into that
+// room and LPOP/dropping the head node only reslices, instead of moving the
+// whole node (or the whole node slice) as an insert at offset 0 would.
 type List struct {
 	small [1]qnode // the listpack encoding (when !big)
 	nodes []qnode  // the quicklist encoding (when big)
+	nbase []qnode  // backing array of nodes with room in front (may be stale)
 	count int
 	rsz   int // Redis's listpack size of small (for exact conversion)
 	big   bool
 }
 
 type qnode struct {
-	b []byte
-	n int
+	b    []byte
+	n    int
+	base []byte // backing array of b with room in front (may be stale)
+}
+
+// headroom returns how many free slots of base precede s[0], when s is a
+// suffix window of base (s reaches base's capacity); otherwise 0. base is
+// only a hint: any code that reallocates s simply makes it stale, which the
+// pointer comparison detects, so no other code path has to maintain it.
+func headroom[T any](base, s []T) int {
+	if cap(s) == 0 || cap(s) > cap(base) {
+		return 0
+	}
+	h := cap(base) - cap(s)
+	if &base[:cap(base)][h] != &s[:1][0] {
+		return 0
+	}
+	return h
+}
+
+// prepend writes the entry for v in front of the node's data, using the
+// room in front of it or reallocating with about as much room again.
+func (nd *qnode) prepend(v []byte, maxBytes int) {
+	sz := lpEntrySize(len(v))
+	l := len(nd.b)
+	if h := headroom(nd.base, nd.b); h >= sz {
+		nd.b = nd.base[h-sz : h+l]
+	} else {
+		c := min(max(2*(l+sz), 64), maxBytes)
+		c = max(c, l+sz)
+		base := make([]byte, c)
+		h := c - l - sz
+		copy(base[h+sz:], nd.b)
+		nd.base = base
+		nd.b = base[h:c]
+	}
+	lpPut(nd.b[:sz], v)
+}
+
+// pushNodeFront inserts an empty node at the head of a quicklist.
+func (l *List) pushNodeFront() {
+	n := len(l.nodes)
+	if h := headroom(l.nbase, l.nodes); h > 0 {
+		l.nodes = l.nbase[h-1 : h+n]
+		l.nodes[0] = qnode{}
+		return
+	}
+	c := 2*n + 8
+	h := (c - n - 1) / 2
+	base := make([]qnode, c)
+	copy(base[h+1:], l.nodes)
+	l.nbase = base
+	l.nodes = base[h : h+n+1]
 }
 
 // NewList returns an empty list in the listpack encoding.
@@ -165,11 +223,10 @@ func (l *List) PushFront(lm *Limits, vs ...[]byte) int {
 			l.rsz += redisLPEntrySize(v)
 		} else {
 			if len(l.nodes) == 0 || !fits(&l.nodes[0], len(v), lm) {
-				l.nodes = slices.Insert(l.nodes, 0, qnode{})
+				l.pushNodeFront()
 			}
 			nd := &l.nodes[0]
-			nd.b = nodeGrow(nd.b, lpEntrySize(len(v)), maxBytes)
-			nd.b = lpInsert(nd.b, 0, v)
+			nd.prepend(v, maxBytes)
 			nd.n++
 		}
 		l.count++
@@ -180,6 +237,11 @@ func (l *List) PushFront(lm *Limits, vs ...[]byte) int {
 func (l *List) dropNode(j int) {
 	if !l.big {
 		l.small[0] = qnode{}
+		return
+	}
+	if j == 0 {
+		l.nodes[0] = qnode{}
+		l.nodes = l.nodes[1:]
 		return
 	}
 	l.nodes = slices.Delete(l.nodes, j, j+1)
@@ -198,8 +260,10 @@ func (l *List) PopFront(n int) [][]byte {
 		out = append(out, bytes.Clone(v))
 		if !l.big {
 			l.rsz -= redisLPEntrySize(v)
+			nd.b = lpDelete(nd.b, 0, e)
+		} else {
+			nd.b = nd.b[e:] // the freed bytes become headroom when nd.base is current
 		}
-		nd.b = lpDelete(nd.b, 0, e)
 		nd.n--
 		l.count--
 		if nd.n == 0 && l.big {
@@ -621,9 +685,9 @@ func (l *List) Clone() *List {
 
 // MemoryUsage estimates the bytes used by the list.
 func (l *List) MemoryUsage() int {
-	m := 96 + cap(l.small[0].b) + 32*cap(l.nodes)
+	m := 96 + cap(l.small[0].b) + 56*(cap(l.nodes)+headroom(l.nbase, l.nodes))
 	for _, nd := range l.nodes {
-		m += cap(nd.b)
+		m += cap(nd.b) + headroom(nd.base, nd.b)
 	}
 	return m
 }
