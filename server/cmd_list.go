@@ -161,11 +161,10 @@ func cmdLRange(c *Client, args [][]byte) {
 		c.array(0)
 		return
 	}
-	vs := e.Obj().(*types.List).RangeSlice(start, stop)
-	c.array(len(vs))
-	for _, v := range vs {
-		c.bulk(v)
-	}
+	// reply straight from the list's nodes: no slice of views to allocate
+	l := e.Obj().(*types.List)
+	c.array(l.RangeLen(start, stop))
+	l.Range(start, stop, func(v []byte) bool { c.bulk(v); return true })
 }
 
 func cmdLIndex(c *Client, args [][]byte) {

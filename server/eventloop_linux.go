@@ -375,11 +375,7 @@ func (l *eventLoop) flush(c *Client) bool {
 			return false
 		}
 	}
-	if cap(c.out) > keepOutBytes {
-		c.out = nil
-	} else {
-		c.out = c.out[:0]
-	}
+	c.resetOut()
 	c.outPos = 0
 	if c.waitOut {
 		c.waitOut = false

@@ -442,6 +442,15 @@ func (l *List) Range(start, stop int64, fn func(v []byte) bool) {
 	}
 }
 
+// RangeLen returns how many elements Range(start, stop, ...) visits.
+func (l *List) RangeLen(start, stop int64) int {
+	lo, hi, ok := normRange(start, stop, l.count)
+	if !ok {
+		return 0
+	}
+	return hi - lo
+}
+
 // RangeSlice returns LRANGE's result as views (valid until a mutation);
 // the result length is bounded by Len.
 func (l *List) RangeSlice(start, stop int64) [][]byte {
