@@ -45,15 +45,16 @@ func headroom[T any](base, s []T) int {
 }
 
 // prepend writes the entry for v in front of the node's data, using the
-// room in front of it or reallocating with about as much room again.
+// room in front of it or reallocating it at the node byte limit.
 func (nd *qnode) prepend(v []byte, maxBytes int) {
 	sz := lpEntrySize(len(v))
 	l := len(nd.b)
 	if h := headroom(nd.base, nd.b); h >= sz {
 		nd.b = nd.base[h-sz : h+l]
 	} else {
-		c := min(max(2*(l+sz), 64), maxBytes)
-		c = max(c, l+sz)
+		// the head node of a quicklist fills up towards maxBytes as pushes
+		// go on: allocate that at once (one allocation per node)
+		c := max(maxBytes, l+sz)
 		base := make([]byte, c)
 		h := c - l - sz
 		copy(base[h+sz:], nd.b)
