@@ -357,3 +357,60 @@ func mustPos(p []int, err error) []int {
 	}
 	return p
 }
+
+// TestListHeadChurn drives the quicklist head (node headroom reuse, head
+// node drops and re-inserts) against a model, with a snapshot-style clone
+// taken midway that must stay unchanged.
+func TestListHeadChurn(t *testing.T) {
+	for _, lm := range []*Limits{&DefaultLimits, {ListMaxListpackSize: 3}} {
+		l := NewList()
+		var m [][]byte
+		r := newRand(7)
+		var snap *List
+		var snapV [][]byte
+		for round := 0; round < 40; round++ {
+			for i := r.IntN(300); i > 0; i-- {
+				v := randStr(r, 1+r.IntN(300))
+				l.PushFront(lm, v)
+				m = slices.Insert(m, 0, v)
+			}
+			for _, v := range l.PopFront(r.IntN(300)) {
+				if !bytes.Equal(v, m[0]) {
+					t.Fatal("PopFront mismatch")
+				}
+				m = m[1:]
+			}
+			if round == 20 {
+				snap, snapV = l.Clone(), slices.Clone(m)
+			}
+			if got := l.RangeSlice(0, -1); len(got) != len(m) || l.Len() != len(m) {
+				t.Fatalf("len %d, want %d", len(got), len(m))
+			} else {
+				for i := range got {
+					if !bytes.Equal(got[i], m[i]) {
+						t.Fatalf("element %d differs", i)
+					}
+				}
+			}
+			total := 0
+			l.Nodes(func(b []byte, n int) {
+				if c, err := lpCheck(b); err != nil || c != n {
+					t.Fatalf("node check: %d %d %v", c, n, err)
+				}
+				total += n
+			})
+			if total != len(m) {
+				t.Fatalf("nodes hold %d, want %d", total, len(m))
+			}
+		}
+		if got := snap.RangeSlice(0, -1); len(got) != len(snapV) {
+			t.Fatal("clone changed")
+		} else {
+			for i := range got {
+				if !bytes.Equal(got[i], snapV[i]) {
+					t.Fatal("clone changed")
+				}
+			}
+		}
+	}
+}
