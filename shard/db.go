@@ -116,15 +116,7 @@ func (d *DB) Put(h uint64, key []byte, v Value) Entry {
 	}
 	pos, found := d.main.Find(h, key)
 	if !found {
-		ref, mem := d.slab.Alloc(size)
-		val := encode(mem, flags, key, vlen, v.ExpireAt, v.MCFlags, v.MCCAS)
-		d.fillValue(val, v, -1)
-		pos = d.main.Insert(h, ref)
-		if v.ExpireAt != 0 {
-			d.expires.Insert(h, ref)
-		}
-		d.valBytes += int64(len(key) + vlen)
-		return Entry{db: d, pos: pos, ref: ref, h: h, hdr: decodeHeader(mem)}
+		return d.insertNew(h, key, v, flags, size, vlen)
 	}
 	oldRef := d.main.Ref(pos)
 	oldMem := d.slab.Bytes(oldRef)
@@ -171,6 +163,45 @@ func (d *DB) Put(h uint64, key []byte, v Value) Entry {
 	}
 	d.slab.Free(oldRef, oldSize)
 	return Entry{db: d, pos: pos, ref: ref, h: h, hdr: decodeHeader(mem)}
+}
+
+// insertNew stores key, known to be absent, with its encoded flags and sizes.
+func (d *DB) insertNew(h uint64, key []byte, v Value, flags byte, size, vlen int) Entry {
+	ref, mem := d.slab.Alloc(size)
+	val := encode(mem, flags, key, vlen, v.ExpireAt, v.MCFlags, v.MCCAS)
+	d.fillValue(val, v, -1)
+	pos := d.main.Insert(h, ref)
+	if v.ExpireAt != 0 {
+		d.expires.Insert(h, ref)
+	}
+	d.valBytes += int64(len(key) + vlen)
+	return Entry{db: d, pos: pos, ref: ref, h: h, hdr: decodeHeader(mem)}
+}
+
+// Add stores v under key unless the key exists (then it reports false and
+// changes nothing): one index probe where Find then Put would take two
+// (loading a dump refuses duplicate keys this way).
+func (d *DB) Add(h uint64, key []byte, v Value) bool {
+	if _, found := d.main.Find(h, key); found {
+		return false
+	}
+	flags := byte(v.Type)
+	vlen := len(v.Str)
+	if v.Type != TypeString {
+		vlen = 4
+	}
+	if v.ExpireAt != 0 {
+		flags |= flagExpire
+	}
+	if v.Meta {
+		flags |= flagMeta
+	}
+	*d.dirty++
+	if d.watch != nil && len(d.watch.m) > 0 {
+		d.touchWatched(key, false)
+	}
+	d.insertNew(h, key, v, flags, encodedSize(flags, len(key), vlen), vlen)
+	return true
 }
 
 // fillValue writes v's payload; oldObj is the object slot of the value being

@@ -141,15 +141,19 @@ func Load(st *shard.Store, r io.Reader, name string) (Stats, error) {
 func insert(sh *shard.Shard, e *rdb.Entry) error {
 	h := shard.Hash(e.Key)
 	d := sh.DB(e.DB)
-	if _, dup := d.Find(h, e.Key); dup {
-		return fmt.Errorf("duplicate key %q in DB %d", e.Key, e.DB)
-	}
 	v, err := Value(e)
 	if err != nil {
 		return fmt.Errorf("key %q (DB %d): %w", e.Key, e.DB, err)
 	}
-	if v.Type == shard.TypeString || v.Obj != nil {
-		d.Put(h, e.Key, v)
+	if v.Type != shard.TypeString && v.Obj == nil {
+		// An empty collection is not stored, but a duplicate is still an error.
+		if _, dup := d.Find(h, e.Key); dup {
+			return fmt.Errorf("duplicate key %q in DB %d", e.Key, e.DB)
+		}
+		return nil
+	}
+	if !d.Add(h, e.Key, v) {
+		return fmt.Errorf("duplicate key %q in DB %d", e.Key, e.DB)
 	}
 	return nil
 }
