@@ -15,7 +15,7 @@ func registerHashes(reg registrar) {
 	reg("hget", 3, "readonly|fast", 1, 1, 1, "hash", cmdHGet)
 	reg("hmget", -3, "readonly|fast", 1, 1, 1, "hash", cmdHMGet)
 	reg("hdel", -3, "write|fast", 1, 1, 1, "hash", cmdHDel)
-	reg("hlen", 2, "readonly|fast", 1, 1, 1, "hash", cmdHLen)
+	reg("hlen", 2, "readonly|fast", 1, 1, 1, "hash", collLen(shard.TypeHash))
 	reg("hexists", 3, "readonly|fast", 1, 1, 1, "hash", cmdHExists)
 	reg("hstrlen", 3, "readonly|fast", 1, 1, 1, "hash", cmdHStrLen)
 	reg("hkeys", 2, "readonly", 1, 1, 1, "hash", func(c *Client, a [][]byte) { hgetallGeneric(c, a, true, false) })
@@ -158,18 +158,6 @@ func cmdHDel(c *Client, args [][]byte) {
 		sh.DB(c.db).Delete(&e)
 	}
 	c.int(int64(n))
-}
-
-func cmdHLen(c *Client, args [][]byte) {
-	sh, hs, bad := c.readHash(args[1])
-	defer c.unlockKey(sh)
-	switch {
-	case bad:
-	case hs == nil:
-		c.int(0)
-	default:
-		c.int(int64(hs.Len()))
-	}
 }
 
 func cmdHExists(c *Client, args [][]byte) {

@@ -14,7 +14,7 @@ func registerLists(reg registrar) {
 	reg("rpushx", -3, "write|denyoom|fast", 1, 1, 1, "list", func(c *Client, a [][]byte) { pushGeneric(c, a, false, true) })
 	reg("lpop", -2, "write|fast", 1, 1, 1, "list", func(c *Client, a [][]byte) { popGeneric(c, a, true) })
 	reg("rpop", -2, "write|fast", 1, 1, 1, "list", func(c *Client, a [][]byte) { popGeneric(c, a, false) })
-	reg("llen", 2, "readonly|fast", 1, 1, 1, "list", cmdLLen)
+	reg("llen", 2, "readonly|fast", 1, 1, 1, "list", collLen(shard.TypeList))
 	reg("lrange", 4, "readonly", 1, 1, 1, "list", cmdLRange)
 	reg("lindex", 3, "readonly", 1, 1, 1, "list", cmdLIndex)
 	reg("lset", 4, "write|denyoom", 1, 1, 1, "list", cmdLSet)
@@ -128,19 +128,6 @@ func popGeneric(c *Client, args [][]byte, left bool) {
 	c.array(len(vs))
 	for _, v := range vs {
 		c.bulk(v)
-	}
-}
-
-func cmdLLen(c *Client, args [][]byte) {
-	sh, h := c.lockKey(args[1])
-	defer c.unlockKey(sh)
-	e, found, bad := c.getColl(sh, h, args[1], shard.TypeList)
-	switch {
-	case bad:
-	case !found:
-		c.int(0)
-	default:
-		c.int(int64(e.Obj().(*types.List).Len()))
 	}
 }
 

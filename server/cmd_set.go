@@ -11,7 +11,7 @@ import (
 func registerSets(reg registrar) {
 	reg("sadd", -3, "write|denyoom|fast", 1, 1, 1, "set", cmdSAdd)
 	reg("srem", -3, "write|fast", 1, 1, 1, "set", cmdSRem)
-	reg("scard", 2, "readonly|fast", 1, 1, 1, "set", cmdSCard)
+	reg("scard", 2, "readonly|fast", 1, 1, 1, "set", collLen(shard.TypeSet))
 	reg("sismember", 3, "readonly|fast", 1, 1, 1, "set", cmdSIsMember)
 	reg("smismember", -3, "readonly|fast", 1, 1, 1, "set", cmdSMIsMember)
 	reg("smembers", 2, "readonly", 1, 1, 1, "set", cmdSMembers)
@@ -95,18 +95,6 @@ func cmdSRem(c *Client, args [][]byte) {
 		sh.DB(c.db).Delete(&e)
 	}
 	c.int(int64(n))
-}
-
-func cmdSCard(c *Client, args [][]byte) {
-	sh, s, bad := c.readSet(args[1])
-	defer c.unlockKey(sh)
-	switch {
-	case bad:
-	case s == nil:
-		c.int(0)
-	default:
-		c.int(int64(s.Len()))
-	}
 }
 
 func cmdSIsMember(c *Client, args [][]byte) {

@@ -14,7 +14,7 @@ func registerZSets(reg registrar) {
 	reg("zadd", -4, "write|denyoom|fast", 1, 1, 1, "sorted_set", cmdZAdd)
 	reg("zincrby", 4, "write|denyoom|fast", 1, 1, 1, "sorted_set", cmdZIncrBy)
 	reg("zrem", -3, "write|fast", 1, 1, 1, "sorted_set", cmdZRem)
-	reg("zcard", 2, "readonly|fast", 1, 1, 1, "sorted_set", cmdZCard)
+	reg("zcard", 2, "readonly|fast", 1, 1, 1, "sorted_set", collLen(shard.TypeZSet))
 	reg("zscore", 3, "readonly|fast", 1, 1, 1, "sorted_set", cmdZScore)
 	reg("zmscore", -3, "readonly|fast", 1, 1, 1, "sorted_set", cmdZMScore)
 	reg("zrank", 3, "readonly|fast", 1, 1, 1, "sorted_set", func(c *Client, a [][]byte) { zrankGeneric(c, a, false) })
@@ -249,18 +249,6 @@ func cmdZRem(c *Client, args [][]byte) {
 		sh.DB(c.db).Delete(&e)
 	}
 	c.int(int64(n))
-}
-
-func cmdZCard(c *Client, args [][]byte) {
-	sh, z, bad := c.readZSet(args[1])
-	defer c.unlockKey(sh)
-	switch {
-	case bad:
-	case z == nil:
-		c.int(0)
-	default:
-		c.int(int64(z.Len()))
-	}
 }
 
 func cmdZScore(c *Client, args [][]byte) {

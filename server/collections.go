@@ -141,3 +141,20 @@ func parseCursor(c *Client, b []byte) (uint64, bool) {
 
 // bytesArg formats an integer as a replication argument.
 func bytesArg(n int64) []byte { return strconv.AppendInt(nil, n, 10) }
+
+// collLen is LLEN, HLEN, SCARD and ZCARD: the length of the collection of
+// type t at args[1], 0 for a missing key.
+func collLen(t shard.Type) func(c *Client, args [][]byte) {
+	return func(c *Client, args [][]byte) {
+		sh, h := c.lockKey(args[1])
+		defer c.unlockKey(sh)
+		e, found, bad := c.getColl(sh, h, args[1], t)
+		switch {
+		case bad:
+		case !found:
+			c.int(0)
+		default:
+			c.int(int64(e.Obj().(interface{ Len() int }).Len()))
+		}
+	}
+}
