@@ -547,31 +547,20 @@ func blockingPop(c *Client, args [][]byte, left bool) {
 	}
 	keys := args[1 : len(args)-1]
 	c.blockOn(keys, timeout, func(first bool) bool {
-		for _, k := range keys {
-			sh, _ := c.srv.store.ShardOf(k)
-			e, found, wrong := c.peekType(k, shard.TypeList)
-			if wrong {
-				if first {
-					c.errWrongType()
-					return true
-				}
-				continue
-			}
-			if !found {
-				continue
-			}
-			v := c.popFrom(&e, sh, k, left, 1)[0]
-			c.array(2)
-			c.bulk(k)
-			c.bulk(v)
-			cmd := argRPop
-			if left {
-				cmd = argLPop
-			}
-			c.rewrite(cmd, k)
-			return true
+		k, sh, e, found, done := c.firstNonEmpty(keys, shard.TypeList, first)
+		if done || !found {
+			return done
 		}
-		return false
+		v := c.popFrom(&e, sh, k, left, 1)[0]
+		c.array(2)
+		c.bulk(k)
+		c.bulk(v)
+		cmd := argRPop
+		if left {
+			cmd = argLPop
+		}
+		c.rewrite(cmd, k)
+		return true
 	}, c.nullArray)
 }
 

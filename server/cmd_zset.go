@@ -702,32 +702,21 @@ func bzpopGeneric(c *Client, args [][]byte, minFirst bool) {
 	}
 	keys := args[1 : len(args)-1]
 	c.blockOn(keys, timeout, func(first bool) bool {
-		for _, k := range keys {
-			sh, _ := c.srv.store.ShardOf(k)
-			e, found, wrong := c.peekType(k, shard.TypeZSet)
-			if wrong {
-				if first {
-					c.errWrongType()
-					return true
-				}
-				continue
-			}
-			if !found {
-				continue
-			}
-			zm := c.zpopFrom(&e, sh, k, minFirst, 1)[0]
-			c.array(3)
-			c.bulk(k)
-			c.bulk(zm.Member)
-			c.double(zm.Score)
-			cmd := argZPopMax
-			if minFirst {
-				cmd = argZPopMin
-			}
-			c.rewrite(cmd, k)
-			return true
+		k, sh, e, found, done := c.firstNonEmpty(keys, shard.TypeZSet, first)
+		if done || !found {
+			return done
 		}
-		return false
+		zm := c.zpopFrom(&e, sh, k, minFirst, 1)[0]
+		c.array(3)
+		c.bulk(k)
+		c.bulk(zm.Member)
+		c.double(zm.Score)
+		cmd := argZPopMax
+		if minFirst {
+			cmd = argZPopMin
+		}
+		c.rewrite(cmd, k)
+		return true
 	}, c.nullArray)
 }
 

@@ -158,3 +158,25 @@ func collLen(t shard.Type) func(c *Client, args [][]byte) {
 		}
 	}
 }
+
+// firstNonEmpty finds, for a blocking pop, the first of keys that holds a
+// collection of type t (their shards locked). A key of another type gets
+// WRONGTYPE on the first attempt (done); when a waiter is woken later such
+// keys are skipped, as Redis does.
+func (c *Client) firstNonEmpty(keys [][]byte, t shard.Type, first bool) (k []byte, sh *shard.Shard, e shard.Entry, found, done bool) {
+	for _, k := range keys {
+		e, found, wrong := c.peekType(k, t)
+		if wrong {
+			if first {
+				c.errWrongType()
+				return nil, nil, e, false, true
+			}
+			continue
+		}
+		if found {
+			sh, _ := c.srv.store.ShardOf(k)
+			return k, sh, e, true, false
+		}
+	}
+	return nil, nil, shard.Entry{}, false, false
+}
