@@ -154,6 +154,26 @@ func ttlSeconds(exp, now int64) int64 {
 	return (exp - now + 999) / 1000
 }
 
+// metaStart is the common start of mg, md and ma: count the command, check
+// the key and parse the flags into o. It answers the error itself and
+// reports false when the command cannot go on.
+func (c *conn) metaStart(t [][]byte, allowed string, o *metaOpts) bool {
+	c.s.stats.metaCmds.Add(1)
+	if len(t) < 2 {
+		c.reply("ERROR\r\n")
+		return false
+	}
+	if !validKey(t[1]) {
+		c.reply("CLIENT_ERROR bad command line format\r\n")
+		return false
+	}
+	if msg := parseMeta(t[2:], allowed, o, nil); msg != "" {
+		c.metaErr(msg)
+		return false
+	}
+	return true
+}
+
 func (c *conn) metaErr(msg string) {
 	c.out = append(c.out, msg...)
 	c.out = append(c.out, "\r\n"...)
@@ -161,18 +181,8 @@ func (c *conn) metaErr(msg string) {
 
 // mg <key> <flag>*
 func (c *conn) cmdMetaGet(t [][]byte) {
-	c.s.stats.metaCmds.Add(1)
-	if len(t) < 2 {
-		c.reply("ERROR\r\n")
-		return
-	}
-	if !validKey(t[1]) {
-		c.reply("CLIENT_ERROR bad command line format\r\n")
-		return
-	}
 	var o metaOpts
-	if msg := parseMeta(t[2:], mgFlags, &o, nil); msg != "" {
-		c.metaErr(msg)
+	if !c.metaStart(t, mgFlags, &o) {
 		return
 	}
 	key := t[1]
@@ -312,18 +322,8 @@ func (c *conn) completeMetaSet(data []byte) {
 
 // md <key> <flag>*
 func (c *conn) cmdMetaDelete(t [][]byte) {
-	c.s.stats.metaCmds.Add(1)
-	if len(t) < 2 {
-		c.reply("ERROR\r\n")
-		return
-	}
-	if !validKey(t[1]) {
-		c.reply("CLIENT_ERROR bad command line format\r\n")
-		return
-	}
 	var o metaOpts
-	if msg := parseMeta(t[2:], mdFlags, &o, nil); msg != "" {
-		c.metaErr(msg)
+	if !c.metaStart(t, mdFlags, &o) {
 		return
 	}
 	key := t[1]
