@@ -154,7 +154,8 @@ func ttlSeconds(exp, now int64) int64 {
 	return (exp - now + 999) / 1000
 }
 
-// metaStart is the common start of mg, md and ma: count the command, check
+// metaStart is the common start of mg and md (ma words its flag error
+// differently): count the command, check
 // the key and parse the flags into o. It answers the error itself and
 // reports false when the command cannot go on.
 func (c *conn) metaStart(t [][]byte, allowed string, o *metaOpts) bool {
