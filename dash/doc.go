@@ -69,6 +69,16 @@
 //     (displacement goes forward; nothing moves out of the stash). Splits keep
 //     (bucket, slot). Segments never merge (Clear replaces the table).
 //
+// # Reserve
+//
+// Reserve(n) splits segments ahead of time until every segment has the
+// local depth d with n/2^d <= 432 (75% of a segment's slots), so a bulk
+// load of n entries (an RDB file announcing its size with RESIZEDB) does not
+// re-hash entries in split after split. It uses the ordinary split, so all
+// invariants above hold (and the hook sees the splitting segments); it never
+// shrinks the table. The table then has the size growth reaches right after
+// a wave of splits (TestReserve).
+//
 // # Cursors (Scan, TraverseBuckets)
 //
 // A cursor is (p<<8 | b): p is a 48-bit position in hash space (the start of
