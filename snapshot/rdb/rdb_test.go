@@ -526,13 +526,88 @@ func FuzzLoad(f *testing.F) {
 				t.Fatalf("slow input: %v", d)
 			}
 		}()
-		_, err := Load(bytes.NewReader(data), "fuzz.rdb", func(*Entry) error { return nil })
+		got, err := loadList(data, Options{})
 		if err != nil {
 			var fe *Error
 			if !errors.As(err, &fe) || strings.Contains(err.Error(), "internal error") {
 				t.Fatalf("bad error: %v", err)
 			}
 		}
+		// Reusing entries changes nothing; the skimmer's own string
+		// decoding agrees with github.com/hdt3213/rdb's.
+		reused, rerr := loadList(data, Options{Reuse: true})
+		if (err == nil) != (rerr == nil) || !slices.Equal(got, reused) {
+			t.Fatalf("Reuse: %v %q, without: %v %q", rerr, reused, err, got)
+		}
+		slow, serr := loadList(data, Options{slowStrings: true})
+		switch {
+		case err == nil && serr == nil:
+			if !slices.Equal(got, slow) {
+				t.Fatalf("strings decoded by the skimmer %q, by the library %q", got, slow)
+			}
+		case err == nil:
+			t.Fatalf("the library's decoding failed (%v) where the skimmer's did not", serr)
+		case serr == nil && !strings.Contains(err.Error(), "LZF"):
+			// (The library accepts LZF data shorter than its stated length.)
+			t.Fatalf("the skimmer's decoding failed (%v) where the library's did not", err)
+		}
 		_, _ = Restore(data)
 	})
+}
+
+// loadList loads data and lists every entry passed to fn, in order.
+func loadList(data []byte, opt Options) ([]string, error) {
+	var out []string
+	_, err := LoadWith(bytes.NewReader(data), "fuzz.rdb", opt, func(e *Entry) error {
+		out = append(out, fmt.Sprintf("%d/%q/%d/%s", e.DB, e.Key, e.MCFlags, entryCanon(e)))
+		return nil
+	})
+	return out, err
+}
+
+// TestLoadOptions: RESIZEDB hints reach Options.ResizeDB; strings of every
+// encoding (plain, integer, LZF, with expiries, in several databases) load
+// the same with and without Reuse and as the library decodes them.
+func TestLoadOptions(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf, 10)
+	w.Header(nil)
+	w.SelectDB(0, 5, 2)
+	w.String([]byte("plain"), []byte("v"), 0)
+	w.String([]byte("int"), []byte("-12345"), 0)
+	w.String([]byte("12"), []byte("int key"), 0)
+	w.String([]byte("lzf"), bytes.Repeat([]byte("abc"), 100), 4102444800000)
+	w.String([]byte("old"), []byte("expired"), 1000)
+	w.SelectDB(3, 1000, 0)
+	w.String([]byte("db3"), []byte("x"), 0)
+	w.List([]byte("list"), 0, 2, slices.Values(bs("a", "b")))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var sizes []string
+	opt := Options{ResizeDB: func(db int, keys, expires uint64) { sizes = append(sizes, fmt.Sprint(db, keys, expires)) }}
+	got, err := loadList(buf.Bytes(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sizes, []string{"0 5 2", "3 1000 0"}) {
+		t.Errorf("ResizeDB calls %q", sizes)
+	}
+	want := []string{
+		`0/"plain"/0/string@0:"v"`,
+		`0/"int"/0/string@0:"-12345"`,
+		`0/"12"/0/string@0:"int key"`,
+		`0/"lzf"/0/string@4102444800000:"` + strings.Repeat("abc", 100) + `"`,
+		`0/"old"/0/string@1000:"expired"`,
+		`3/"db3"/0/string@0:"x"`,
+		`3/"list"/0/list@0:"a","b",`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	for _, o := range []Options{{Reuse: true}, {slowStrings: true}} {
+		if other, err := loadList(buf.Bytes(), o); err != nil || !slices.Equal(other, want) {
+			t.Errorf("%+v: %v %q", o, err, other)
+		}
+	}
 }

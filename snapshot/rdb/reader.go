@@ -9,11 +9,9 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hdt3213/rdb/core"
-	"github.com/hdt3213/rdb/lzf"
 	"github.com/hdt3213/rdb/model"
 )
 
@@ -122,27 +120,38 @@ func (e *Error) Unwrap() error { return e.Err }
 // when an error is returned: on error, discard everything loaded. An error
 // returned by fn stops the load and is returned as is.
 func Load(r io.Reader, name string, fn func(e *Entry) error) (Info, error) {
+	return LoadWith(r, name, Options{}, fn)
+}
+
+// Options adjust LoadWith.
+type Options struct {
+	// ResizeDB, when set, is called for each RESIZEDB opcode with the
+	// number of keys, and of keys with an expiry, that the writer announced
+	// for database db. They are hints: nothing checks them against the
+	// keys that follow, so size only what stays bounded by the data.
+	ResizeDB func(db int, keys, expires uint64)
+	// Reuse lets Load reuse the Entry passed to fn, and the memory its Key
+	// and String view, once fn returns: fn copies what it keeps. Collection
+	// fields (List, Set, Hash, ZSet, Stream) are always fresh and may be kept.
+	Reuse bool
+
+	slowStrings bool // tests: decode strings with github.com/hdt3213/rdb too
+}
+
+// LoadWith is Load with options.
+//
+// Plain string keys (the bulk of most dumps) are decoded by the framing
+// reader itself, straight from its buffers (LZF into a reused buffer); the
+// other types go through github.com/hdt3213/rdb's decoder.
+func LoadWith(r io.Reader, name string, opt Options, fn func(e *Entry) error) (Info, error) {
 	info := Info{Aux: map[string]string{}}
-	sk := &skimmer{name: name, br: bufio.NewReaderSize(r, 64<<10), crc: newCRC(), info: &info}
-	nowMs := time.Now().UnixMilli()
+	sk := &skimmer{name: name, br: bufio.NewReaderSize(r, 64<<10), crc: newCRC(), info: &info, opt: opt, fn: fn,
+		nowMs: time.Now().UnixMilli()}
 	dec := core.NewDecoder(sk).WithSpecialOpCode()
 	var fnErr error
-	var mcFlags uint32 // from an AuxMCFlags field, for the next key
 	perr := dec.Parse(func(o model.RedisObject) bool {
-		switch obj := o.(type) {
-		case *model.AuxObject:
-			if obj.Key == AuxMCFlags {
-				f, err := strconv.ParseUint(obj.Value, 10, 32)
-				if err != nil {
-					fnErr = &Error{File: name, Offset: sk.keyOff, Msg: fmt.Sprintf("bad %s aux value %q (want a 32-bit unsigned integer)", AuxMCFlags, obj.Value)}
-					return false
-				}
-				mcFlags = uint32(f)
-				return true
-			}
-			info.Aux[obj.Key] = strings.Clone(obj.Value)
-			return true
-		case *model.DBSizeObject, *model.FunctionsObject:
+		switch o.(type) {
+		case *model.AuxObject, *model.DBSizeObject, *model.FunctionsObject:
 			return true
 		}
 		e, err := convert(o)
@@ -150,12 +159,10 @@ func Load(r io.Reader, name string, fn func(e *Entry) error) (Info, error) {
 			fnErr = sk.corrupt(err)
 			return false
 		}
-		e.MCFlags, mcFlags = mcFlags, 0
-		info.Keys++
-		if e.Expired(nowMs) {
-			info.Expired++
-		}
-		if err := fn(e); err != nil {
+		// The decoder asks for the next record only after this callback,
+		// so the skimmer's state still describes the record of o.
+		e.MCFlags = sk.recMCFlags
+		if err := sk.emit(e); err != nil {
 			fnErr = err
 			return false
 		}
@@ -233,6 +240,43 @@ type skimmer struct {
 	keyOff int64
 	key    []byte
 	typ    byte
+
+	opt        Options
+	fn         func(e *Entry) error
+	nowMs      int64
+	db         int    // SELECTDB in effect
+	expireMs   int64  // expiry opcode of the current record (0 = none)
+	mcFlags    uint32 // from an AuxMCFlags field, for the next key
+	recMCFlags uint32 // the current key record's
+	keyBuf     []byte // s.key's memory
+	scratch    []byte // decoded (integer, LZF) key or aux key
+	valBuf     []byte // decoded string value or aux value
+	entry      Entry  // reused for strings with Options.Reuse
+}
+
+// emit counts e and hands it to fn.
+func (s *skimmer) emit(e *Entry) error {
+	s.info.Keys++
+	if e.Expired(s.nowMs) {
+		s.info.Expired++
+	}
+	return s.fn(e)
+}
+
+// emitString hands a string key decoded by the skimmer to fn. key and val
+// view the skimmer's buffers.
+func (s *skimmer) emitString(key, val []byte) error {
+	e := &s.entry
+	if s.opt.Reuse {
+		*e = Entry{Key: key, String: val}
+	} else {
+		b := make([]byte, len(key)+len(val))
+		n := copy(b, key)
+		copy(b[n:], val)
+		e = &Entry{Key: b[:n:n], String: b[n:]}
+	}
+	e.DB, e.Type, e.ExpireAtMs, e.MCFlags = s.db, String, s.expireMs, s.recMCFlags
+	return s.emit(e)
 }
 
 func (s *skimmer) Read(p []byte) (n int, err error) {
@@ -372,8 +416,21 @@ func (s *skimmer) count(what string) (uint64, error) {
 }
 
 // str reads an RDB string. With decode, it returns the string's content
-// (integers formatted, LZF decompressed); otherwise the raw bytes.
+// (integers formatted, LZF decompressed, in fresh memory unless the string
+// is plain); otherwise the raw bytes.
 func (s *skimmer) str(what string, decode bool) ([]byte, error) {
+	if !decode {
+		return s.strDec(what, nil)
+	}
+	var b []byte
+	return s.strDec(what, &b)
+}
+
+// strDec reads an RDB string. With a buffer, it returns the string's
+// content: plain strings view rec, integers and LZF strings are decoded
+// into *buf (reused). Without one, it returns the raw bytes.
+func (s *skimmer) strDec(what string, buf *[]byte) ([]byte, error) {
+	decode := buf != nil
 	off := s.off
 	n, enc, err := s.length(what)
 	if err != nil {
@@ -391,19 +448,22 @@ func (s *skimmer) str(what string, decode bool) ([]byte, error) {
 		if err != nil || !decode {
 			return b, err
 		}
-		return strconv.AppendInt(nil, int64(int8(b[0])), 10), nil
+		*buf = strconv.AppendInt((*buf)[:0], int64(int8(b[0])), 10)
+		return *buf, nil
 	case encInt16:
 		b, err := s.read(2, what)
 		if err != nil || !decode {
 			return b, err
 		}
-		return strconv.AppendInt(nil, int64(int16(binary.LittleEndian.Uint16(b))), 10), nil
+		*buf = strconv.AppendInt((*buf)[:0], int64(int16(binary.LittleEndian.Uint16(b))), 10)
+		return *buf, nil
 	case encInt32:
 		b, err := s.read(4, what)
 		if err != nil || !decode {
 			return b, err
 		}
-		return strconv.AppendInt(nil, int64(int32(binary.LittleEndian.Uint32(b))), 10), nil
+		*buf = strconv.AppendInt((*buf)[:0], int64(int32(binary.LittleEndian.Uint32(b))), 10)
+		return *buf, nil
 	case encLZF:
 		clen, err := s.count(what + " (compressed length)")
 		if err != nil {
@@ -421,10 +481,11 @@ func (s *skimmer) str(what string, decode bool) ([]byte, error) {
 		if err != nil || !decode {
 			return b, err
 		}
-		out, err := lzf.Decompress(b, len(b), int(ulen))
-		if err != nil || uint64(len(out)) != ulen {
+		out, err := lzfDecompress((*buf)[:0], b, int(ulen))
+		if err != nil {
 			return nil, s.errorf(off, "corrupt LZF data in %s", what)
 		}
+		*buf = out
 		return out, nil
 	}
 	return nil, s.errorf(off, "unknown string encoding %d in %s", n, what)
@@ -436,6 +497,7 @@ func (s *skimmer) next() error {
 	}
 	s.key = nil
 	s.keyOff = s.off
+	s.expireMs = 0
 	for {
 		off := s.off
 		start := len(s.rec)
@@ -447,29 +509,39 @@ func (s *skimmer) next() error {
 		case opEOF:
 			return s.eof()
 		case opSelectDB:
-			_, err := s.count("SELECTDB")
+			db, err := s.count("SELECTDB")
+			s.db = int(db)
 			return err
 		case opResizeDB:
-			if _, err := s.num("RESIZEDB"); err != nil {
+			keys, err := s.num("RESIZEDB")
+			if err != nil {
 				return err
 			}
-			_, err := s.num("RESIZEDB")
+			expires, err := s.num("RESIZEDB")
+			if err == nil && s.opt.ResizeDB != nil {
+				s.opt.ResizeDB(s.db, keys, expires)
+			}
 			return err
 		case opAux:
-			if _, err := s.str("aux key", false); err != nil {
+			if err := s.aux(off); err != nil {
 				return err
 			}
-			_, err := s.str("aux value", false)
-			return err
+			s.rec = s.rec[:start] // handled here, not by the decoder
+			continue
 		case opExpireTime:
-			if _, err := s.read(4, "EXPIRETIME"); err != nil {
+			b, err := s.read(4, "EXPIRETIME")
+			if err != nil {
 				return err
 			}
+			// As github.com/hdt3213/rdb: seconds, unsigned; 0 = none.
+			s.expireMs = int64(binary.LittleEndian.Uint32(b)) * 1000
 			continue // part of the next key's record
 		case opExpireTimeMs:
-			if _, err := s.read(8, "EXPIRETIME_MS"); err != nil {
+			b, err := s.read(8, "EXPIRETIME_MS")
+			if err != nil {
 				return err
 			}
+			s.expireMs = max(int64(binary.LittleEndian.Uint64(b)), 0) // negative = none, as the decoder
 			continue
 		case opIdle:
 			if _, err := s.num("IDLE"); err != nil {
@@ -512,11 +584,21 @@ func (s *skimmer) next() error {
 		}
 		// A key record.
 		s.typ = op
-		key, err := s.str("key", true)
+		s.recMCFlags, s.mcFlags = s.mcFlags, 0
+		key, err := s.strDec("key", &s.scratch)
 		if err != nil {
 			return err
 		}
-		s.key = append([]byte(nil), key...)
+		s.key = append(s.keyBuf[:0], key...)
+		s.keyBuf = s.key
+		if op == typeString && !s.opt.slowStrings {
+			val, err := s.strDec("value", &s.valBuf)
+			if err != nil {
+				return err
+			}
+			s.rec = s.rec[:0] // not for the decoder
+			return s.emitString(s.key, val)
+		}
 		if op == typeModule2 {
 			id, err := s.count("module id")
 			if err != nil {
@@ -529,10 +611,34 @@ func (s *skimmer) next() error {
 			s.rec = s.rec[:0]
 			s.key = nil
 			s.keyOff = s.off
+			s.expireMs = 0
 			continue
 		}
 		return s.value(op)
 	}
+}
+
+// aux reads an AUX field (opcode at off): Damselfly's memcached flags for
+// the next key, or an entry of Info.Aux.
+func (s *skimmer) aux(off int64) error {
+	k, err := s.strDec("aux key", &s.scratch)
+	if err != nil {
+		return err
+	}
+	v, err := s.strDec("aux value", &s.valBuf)
+	if err != nil {
+		return err
+	}
+	if string(k) == AuxMCFlags {
+		f, err := strconv.ParseUint(string(v), 10, 32)
+		if err != nil {
+			return s.errorf(off, "bad %s aux value %q (want a 32-bit unsigned integer)", AuxMCFlags, v)
+		}
+		s.mcFlags = uint32(f)
+		return nil
+	}
+	s.info.Aux[string(k)] = string(v)
+	return nil
 }
 
 func (s *skimmer) warn(format string, args ...any) {
