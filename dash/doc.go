@@ -72,12 +72,13 @@
 // # Reserve
 //
 // Reserve(n) splits segments ahead of time until every segment has the
-// local depth d with n/2^d <= 432 (75% of a segment's slots), so a bulk
-// load of n entries (an RDB file announcing its size with RESIZEDB) does not
-// re-hash entries in split after split. It uses the ordinary split, so all
-// invariants above hold (and the hook sees the splitting segments); it never
-// shrinks the table. The table then has the size growth reaches right after
-// a wave of splits (TestReserve).
+// local depth d = floor(log2(n/288)): with n/2^d >= 288 (half a segment),
+// half as many segments could not hold n entries even full, so growing one
+// insert at a time reaches at least this table. A bulk load of n entries (an
+// RDB file announcing its size with RESIZEDB) then skips re-hashing its
+// entries in every wave of splits but the last, and uses no more memory
+// than without Reserve. It uses the ordinary split, so all invariants above
+// hold (the hook sees the splitting segments); it never shrinks the table.
 //
 // # Cursors (Scan, TraverseBuckets)
 //

@@ -178,6 +178,13 @@ func (d *DB) insertNew(h uint64, key []byte, v Value, flags byte, size, vlen int
 	return Entry{db: d, pos: pos, ref: ref, h: h, hdr: decodeHeader(mem)}
 }
 
+// Reserve sizes the DB's indexes for a bulk load of keys entries, expires
+// of them with an expiry (see dash.Table.Reserve).
+func (d *DB) Reserve(keys, expires int) {
+	d.main.Reserve(keys)
+	d.expires.Reserve(expires)
+}
+
 // Add stores v under key unless the key exists (then it reports false and
 // changes nothing): one index probe where Find then Put would take two
 // (loading a dump refuses duplicate keys this way).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -12,16 +13,63 @@ import (
 	"github.com/damselflydb/damselfly/snapshot/rdb"
 )
 
-// loadBatch is the number of keys handed to a shard's loader at once.
-const loadBatch = 256
+// loadBatch is the number of keys handed to a shard's loader at once;
+// loadBatchBytes bounds the key and string bytes a batch copies.
+const (
+	loadBatch      = 256
+	loadBatchBytes = 256 << 10
+)
+
+// unknownSizeKeys bounds the RESIZEDB hint when the input's size is not
+// known (a replica's full sync): at most this many keys are reserved
+// (16 MiB of index at worst; the rest of a larger dataset grows as usual).
+const unknownSizeKeys = 1 << 20
+
+// loadItem is one key handed to a shard's loader: its key, and a string's
+// value, are copied into the batch's buf (the reader reuses its buffers);
+// a collection is coll (whose Key field is unused).
+type loadItem struct {
+	h            uint64
+	db           int
+	keyOff, kLen int
+	vLen         int // string value, right after the key
+	expireAtMs   int64
+	mcFlags      uint32
+	coll         *rdb.Entry
+}
+
+// batch is a batch of keys for one shard; batches are recycled.
+type batch struct {
+	items []loadItem
+	buf   []byte
+}
+
+func (b *batch) full() bool { return len(b.items) >= loadBatch || len(b.buf) >= loadBatchBytes }
+
+// entry rebuilds the decoded entry of item i (viewing b.buf), in *tmp
+// for a string.
+func (b *batch) entry(i int, tmp *rdb.Entry) *rdb.Entry {
+	it := &b.items[i]
+	key := b.buf[it.keyOff : it.keyOff+it.kLen : it.keyOff+it.kLen]
+	if it.coll != nil {
+		it.coll.Key = key
+		return it.coll
+	}
+	val := b.buf[it.keyOff+it.kLen : it.keyOff+it.kLen+it.vLen]
+	*tmp = rdb.Entry{DB: it.db, Key: key, Type: rdb.String, String: val, ExpireAtMs: it.expireAtMs, MCFlags: it.mcFlags}
+	return tmp
+}
 
 // Load reads an RDB file into st (all shards in parallel), dropping expired
 // keys; on any error nothing is kept (the caller refuses to start) and the
 // error names the file, offset and what was expected.
 //
-// One goroutine decodes and checks the file (rdb.Load: framing, limits,
-// CRC64) and routes each key to its shard; one goroutine per shard builds
-// the values and inserts them under the shard lock, a batch at a time.
+// One goroutine decodes and checks the file (rdb.LoadWith: framing, limits,
+// CRC64) and routes each key to its shard, copying keys and strings into
+// recycled batch buffers; one goroutine per shard builds the values and
+// inserts them under the shard lock, a batch at a time. RESIZEDB hints
+// pre-size each shard's index (bounded by the input's size when r is a
+// file), so loading does not re-hash keys in split after split.
 // Load is meant for an empty store (start-up, DEBUG RELOAD, a replica's
 // full sync): on error every database of st is emptied. Keys that cannot
 // be represented (streams, hash fields with their own TTL, a database
@@ -31,9 +79,9 @@ func Load(st *shard.Store, r io.Reader, name string) (Stats, error) {
 	start := time.Now()
 	nowMs := start.UnixMilli()
 	shards := st.Shards()
-	type batch []*rdb.Entry
-	chans := make([]chan batch, len(shards))
-	pending := make([]batch, len(shards))
+	chans := make([]chan *batch, len(shards))
+	free := make([]chan *batch, len(shards))
+	pending := make([]*batch, len(shards))
 	var (
 		wg     sync.WaitGroup
 		errMu  sync.Mutex
@@ -52,22 +100,33 @@ func Load(st *shard.Store, r io.Reader, name string) (Stats, error) {
 	var keys int64
 	var keysMu sync.Mutex
 	for i, sh := range shards {
-		ch := make(chan batch, 4)
+		ch := make(chan *batch, 4)
 		chans[i] = ch
+		free[i] = make(chan *batch, 6)
+		pending[i] = &batch{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var n int64
+			var tmp rdb.Entry
 			for b := range ch {
 				sh.Lock()
-				for _, e := range b {
-					if err := insert(sh, e); err != nil {
+				for j := range b.items {
+					if err := insert(sh, b.items[j].h, b.entry(j, &tmp)); err != nil {
 						fail(fmt.Errorf("%s: %w", name, err))
 						break
 					}
 					n++
 				}
 				sh.Unlock()
+				clear(b.items) // drop collections
+				b.items, b.buf = b.items[:0], b.buf[:0]
+				if cap(b.buf) <= 4*loadBatchBytes { // not one grown by a huge value
+					select {
+					case free[i] <- b:
+					default:
+					}
+				}
 			}
 			keysMu.Lock()
 			keys += n
@@ -77,14 +136,36 @@ func Load(st *shard.Store, r io.Reader, name string) (Stats, error) {
 	send := func(i int) bool {
 		select {
 		case chans[i] <- pending[i]:
-			pending[i] = make(batch, 0, loadBatch)
-			return true
 		case <-stop:
 			return false
 		}
+		select {
+		case pending[i] = <-free[i]:
+		default:
+			pending[i] = &batch{items: make([]loadItem, 0, loadBatch)}
+		}
+		return true
 	}
+	maxKeys := uint64(unknownSizeKeys)
+	if f, ok := r.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			maxKeys = uint64(fi.Size()) / 3 // a key record takes at least 3 bytes
+		}
+	}
+	opt := rdb.Options{Reuse: true, ResizeDB: func(db int, keys, expires uint64) {
+		if db < 0 || db >= st.DBNum() || keys == 0 {
+			return // (the first key of a db out of range reports the error)
+		}
+		n := uint64(len(shards))
+		keys, expires = min(keys, maxKeys)/n, min(expires, keys, maxKeys)/n
+		for _, sh := range shards {
+			sh.Lock()
+			sh.DB(db).Reserve(int(keys), int(expires))
+			sh.Unlock()
+		}
+	}}
 	errStopped := errors.New("stopped")
-	info, err := rdb.Load(bufio.NewReaderSize(r, 1<<20), name, func(e *rdb.Entry) error {
+	info, err := rdb.LoadWith(bufio.NewReaderSize(r, 1<<20), name, opt, func(e *rdb.Entry) error {
 		if e.DB < 0 || e.DB >= st.DBNum() {
 			return fmt.Errorf("%s: key %q is in DB %d, but only %d databases are configured (--dbnum)", name, e.Key, e.DB, st.DBNum())
 		}
@@ -97,17 +178,27 @@ func Load(st *shard.Store, r io.Reader, name string) (Stats, error) {
 		case e.HashFieldExpireAtMs != nil:
 			return fmt.Errorf("%s: key %q (DB %d) is a hash with per-field TTLs, which Damselfly does not support", name, e.Key, e.DB)
 		}
-		_, h := st.ShardOf(e.Key)
+		h := shard.Hash(e.Key)
 		i := st.Route(e.Key, h)
-		pending[i] = append(pending[i], e)
-		if len(pending[i]) >= loadBatch && !send(i) {
+		b := pending[i]
+		it := loadItem{h: h, db: e.DB, keyOff: len(b.buf), kLen: len(e.Key)}
+		b.buf = append(b.buf, e.Key...)
+		if e.Type == rdb.String {
+			it.vLen, it.expireAtMs, it.mcFlags = len(e.String), e.ExpireAtMs, e.MCFlags
+			b.buf = append(b.buf, e.String...)
+		} else {
+			c := *e // the reader reuses e; collections are fresh
+			it.coll = &c
+		}
+		b.items = append(b.items, it)
+		if b.full() && !send(i) {
 			return errStopped
 		}
 		return nil
 	})
 	if err == nil {
 		for i := range pending {
-			if len(pending[i]) > 0 && !send(i) {
+			if len(pending[i].items) > 0 && !send(i) {
 				break
 			}
 		}
@@ -137,9 +228,8 @@ func Load(st *shard.Store, r io.Reader, name string) (Stats, error) {
 	return Stats{Keys: keys, Bytes: info.Bytes, Duration: time.Since(start)}, nil
 }
 
-// insert stores one loaded key (shard locked).
-func insert(sh *shard.Shard, e *rdb.Entry) error {
-	h := shard.Hash(e.Key)
+// insert stores one loaded key whose hash is h (shard locked).
+func insert(sh *shard.Shard, h uint64, e *rdb.Entry) error {
 	d := sh.DB(e.DB)
 	v, err := Value(e)
 	if err != nil {

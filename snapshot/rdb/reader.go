@@ -465,11 +465,12 @@ func (s *skimmer) strDec(what string, buf *[]byte) ([]byte, error) {
 		*buf = strconv.AppendInt((*buf)[:0], int64(int32(binary.LittleEndian.Uint32(b))), 10)
 		return *buf, nil
 	case encLZF:
-		clen, err := s.count(what + " (compressed length)")
+		cwhat, uwhat := lzfWhat(what)
+		clen, err := s.count(cwhat)
 		if err != nil {
 			return nil, err
 		}
-		ulen, err := s.count(what + " (length)")
+		ulen, err := s.count(uwhat)
 		if err != nil {
 			return nil, err
 		}
@@ -489,6 +490,18 @@ func (s *skimmer) strDec(what string, buf *[]byte) ([]byte, error) {
 		return out, nil
 	}
 	return nil, s.errorf(off, "unknown string encoding %d in %s", n, what)
+}
+
+// lzfWhat names an LZF string's two lengths for messages, without building
+// strings for every compressed key and value.
+func lzfWhat(what string) (compressed, length string) {
+	switch what {
+	case "key":
+		return "key (compressed length)", "key (length)"
+	case "value":
+		return "value (compressed length)", "value (length)"
+	}
+	return what + " (compressed length)", what + " (length)"
 }
 
 func (s *skimmer) next() error {
