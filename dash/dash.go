@@ -120,6 +120,7 @@ type Table struct {
 	keys    Keys
 	hash    func([]byte) uint64
 	hook    func(Bucket)
+	sink    uint8 // keeps Prefetch's reads
 }
 
 // New returns an empty table. hash must be the function callers use to
@@ -177,6 +178,15 @@ func (t *Table) Find(h uint64, key []byte) (Pos, bool) {
 		return t.findStash(s, b.stashes, home, fp, key)
 	}
 	return Pos{}, false
+}
+
+// Prefetch reads the home bucket of hash h so that a Find or Insert of h
+// soon after finds it in cache. Called for a batch of hashes before
+// operating on them, it lets the CPU overlap the cache (and TLB) misses
+// that otherwise stall each operation in turn: bulk loading is dominated
+// by them once the table outgrows the caches.
+func (t *Table) Prefetch(h uint64) {
+	t.sink += t.dir[h>>t.shift].buckets[homeOf(h)].occ
 }
 
 func (t *Table) findStash(s *segment, stashes uint8, home uint, fp uint8, key []byte) (Pos, bool) {

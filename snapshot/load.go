@@ -112,6 +112,9 @@ func Load(st *shard.Store, r io.Reader, name string) (Stats, error) {
 			for b := range ch {
 				sh.Lock()
 				for j := range b.items {
+					sh.DB(b.items[j].db).Prefetch(b.items[j].h)
+				}
+				for j := range b.items {
 					if err := insert(sh, b.items[j].h, b.entry(j, &tmp)); err != nil {
 						fail(fmt.Errorf("%s: %w", name, err))
 						break
