@@ -51,14 +51,12 @@ func lzfDecompress(dst, in []byte, n int) ([]byte, error) {
 		if ref < 0 || o+l > n {
 			return dst[:base], errLZF
 		}
-		if o-ref >= l { // no overlap
-			copy(out[o:o+l], out[ref:ref+l])
-		} else { // overlapping: byte by byte repeats the pattern
-			for k := range l {
-				out[o+k] = out[ref+k]
-			}
+		// out[o+k] = out[ref+k] for k < l. When the ranges overlap, that
+		// repeats the o-ref bytes from ref: copying out[ref:o] forward
+		// doubles the repeated span each time.
+		for end := o + l; o < end; {
+			o += copy(out[o:end], out[ref:o])
 		}
-		o += l
 	}
 	if o != n {
 		return dst[:base], errLZF

@@ -66,3 +66,24 @@ func FuzzLZF(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkLZF decompresses a DEBUG POPULATE value ("value:N" and zeros,
+// 100 bytes) and a text-like one.
+func BenchmarkLZF(b *testing.B) {
+	for _, c := range []struct{ name, plain string }{
+		{"populate", "value:123456" + strings.Repeat("\x00", 88)},
+		{"text", strings.Repeat("the quick brown fox jumps over the lazy dog ", 3)[:100]},
+	} {
+		comp, err := lzf.Compress([]byte(c.plain))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.plain)))
+			var buf []byte
+			for b.Loop() {
+				buf, _ = lzfDecompress(buf[:0], comp, len(c.plain))
+			}
+		})
+	}
+}
