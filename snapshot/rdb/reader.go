@@ -233,6 +233,7 @@ type skimmer struct {
 
 	rec    []byte // record being handed out
 	recPos int
+	crcd   int // rec[:crcd] is in crc
 	err    error
 	done   bool // EOF opcode and checksum handed out
 
@@ -266,9 +267,9 @@ func (s *skimmer) emit(e *Entry) error {
 // emitString hands a string key decoded by the skimmer to fn. key and val
 // view the skimmer's buffers.
 func (s *skimmer) emitString(key, val []byte) error {
-	e := &s.entry
+	e := &s.entry // only ever used for strings: its other fields stay zero
 	if s.opt.Reuse {
-		*e = Entry{Key: key, String: val}
+		e.Key, e.String = key, val
 	} else {
 		b := make([]byte, len(key)+len(val))
 		n := copy(b, key)
@@ -293,10 +294,11 @@ func (s *skimmer) Read(p []byte) (n int, err error) {
 		if s.done {
 			return 0, io.EOF
 		}
-		s.rec, s.recPos = s.rec[:0], 0
+		s.cut(0)
+		s.recPos = 0
 		if err := s.next(); err != nil {
 			s.err = err
-			s.rec = s.rec[:0]
+			s.rec, s.crcd = s.rec[:0], 0
 		}
 	}
 	n = copy(p, s.rec[s.recPos:])
@@ -316,10 +318,33 @@ func (s *skimmer) errorf(off int64, format string, args ...any) error {
 	return &Error{File: s.name, Offset: off, Msg: fmt.Sprintf(format, args...)}
 }
 
+// sumRec adds the bytes of rec not yet in the CRC to it. The CRC covers
+// rec a record at a time rather than a field at a time: most fields are a
+// byte or two.
+func (s *skimmer) sumRec() {
+	s.crc.Write(s.rec[s.crcd:])
+	s.crcd = len(s.rec)
+}
+
+// cut truncates rec to n bytes (what the decoder is not to see), after
+// adding them to the CRC.
+func (s *skimmer) cut(n int) {
+	s.sumRec()
+	s.rec, s.crcd = s.rec[:n], n
+}
+
 // read appends exactly n bytes from the input to rec, growing rec only as
 // data arrives, so a bogus length cannot allocate more than the file holds.
+// They enter the CRC when the record is cut or handed out (sumRec).
 func (s *skimmer) read(n uint64, what string) ([]byte, error) {
 	start := len(s.rec)
+	if n <= uint64(s.br.Buffered()) { // the common case: no copy through io.ReadFull
+		b, _ := s.br.Peek(int(n))
+		s.rec = append(s.rec, b...)
+		_, _ = s.br.Discard(int(n))
+		s.off += int64(n)
+		return s.rec[start:], nil
+	}
 	off := s.off
 	var have uint64
 	for have < n {
@@ -331,14 +356,12 @@ func (s *skimmer) read(n uint64, what string) ([]byte, error) {
 		s.off += int64(m)
 		if err != nil {
 			s.rec = s.rec[:l+m]
-			s.crc.Write(s.rec[start:])
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				return nil, s.errorf(off, "truncated %s (want %d bytes, have %d)", what, n, have)
 			}
 			return nil, &Error{File: s.name, Offset: s.off, Msg: "read error: " + err.Error(), Err: err}
 		}
 	}
-	s.crc.Write(s.rec[start:])
 	return s.rec[start:], nil
 }
 
@@ -508,6 +531,11 @@ func (s *skimmer) next() error {
 	if s.version == 0 {
 		return s.header()
 	}
+	if !s.opt.slowStrings {
+		if err := s.fastStrings(); err != nil {
+			return err
+		}
+	}
 	s.key = nil
 	s.keyOff = s.off
 	s.expireMs = 0
@@ -539,7 +567,7 @@ func (s *skimmer) next() error {
 			if err := s.aux(off); err != nil {
 				return err
 			}
-			s.rec = s.rec[:start] // handled here, not by the decoder
+			s.cut(start) // handled here, not by the decoder
 			continue
 		case opExpireTime:
 			b, err := s.read(4, "EXPIRETIME")
@@ -572,7 +600,7 @@ func (s *skimmer) next() error {
 					return err
 				}
 			}
-			s.rec = s.rec[:start] // not for the decoder
+			s.cut(start) // not for the decoder
 			continue
 		case opModuleAux:
 			id, err := s.count("MODULE_AUX")
@@ -583,14 +611,14 @@ func (s *skimmer) next() error {
 				return err
 			}
 			s.warn("offset %d: module aux data of module %s skipped", off, moduleName(id))
-			s.rec = s.rec[:start]
+			s.cut(start)
 			continue
 		case opFunction2:
 			if _, err := s.str("function library", false); err != nil {
 				return err
 			}
 			s.warn("offset %d: function library skipped (functions are not supported)", off)
-			s.rec = s.rec[:start]
+			s.cut(start)
 			continue
 		case opFunctionPre:
 			return s.errorf(off, "pre-release function format (opcode 246) not supported")
@@ -609,7 +637,7 @@ func (s *skimmer) next() error {
 			if err != nil {
 				return err
 			}
-			s.rec = s.rec[:0] // not for the decoder
+			s.cut(0) // not for the decoder
 			return s.emitString(s.key, val)
 		}
 		if op == typeModule2 {
@@ -621,7 +649,7 @@ func (s *skimmer) next() error {
 				return err
 			}
 			s.warn("offset %d: key %q of module type %s skipped", off, s.key, moduleName(id))
-			s.rec = s.rec[:0]
+			s.cut(0)
 			s.key = nil
 			s.keyOff = s.off
 			s.expireMs = 0
@@ -683,6 +711,7 @@ func (s *skimmer) eof() error {
 		s.done = true
 		return nil
 	}
+	s.sumRec() // up to and including the EOF opcode
 	sum := s.crc.Sum64()
 	b, err := s.read(8, "checksum")
 	if err != nil {
@@ -849,10 +878,11 @@ func (s *skimmer) value(typ byte) error {
 				lp.reset()
 				lp.appendString(elem)
 				node := lp.finish()
-				s.rec = s.rec[:at-1] // drop the container byte too (it is 1 byte)
+				s.cut(at - 1) // drop the container byte too (it is 1 byte)
 				s.rec = appendLength(s.rec, quicklistNodePacked)
 				s.rec = appendLength(s.rec, uint64(len(node)))
 				s.rec = append(s.rec, node...)
+				s.crcd = len(s.rec) // not in the file
 			default:
 				return s.errorf(off, "bad quicklist container %d", c)
 			}
