@@ -180,13 +180,17 @@ func (t *Table) Find(h uint64, key []byte) (Pos, bool) {
 	return Pos{}, false
 }
 
-// Prefetch reads the home bucket of hash h so that a Find or Insert of h
-// soon after finds it in cache. Called for a batch of hashes before
-// operating on them, it lets the CPU overlap the cache (and TLB) misses
-// that otherwise stall each operation in turn: bulk loading is dominated
-// by them once the table outgrows the caches.
+// Prefetch reads the buckets of hash h (home, neighbour, home's version)
+// so that a Find or Insert of h soon after finds them in cache. Called for
+// a batch of hashes before operating on them, it lets the CPU overlap the
+// cache (and TLB) misses that otherwise stall each operation in turn: bulk
+// loading is dominated by them once the table outgrows the caches.
 func (t *Table) Prefetch(h uint64) {
-	t.sink += t.dir[h>>t.shift].buckets[homeOf(h)].occ
+	s := t.dir[h>>t.shift]
+	i := homeOf(h)
+	// Find reads the neighbour too (often the next cache line), an insert
+	// the version (another line, see stamp).
+	t.sink += s.buckets[i].occ + s.buckets[neighbour(i)].probe + uint8(s.versions[i])
 }
 
 func (t *Table) findStash(s *segment, stashes uint8, home uint, fp uint8, key []byte) (Pos, bool) {

@@ -82,3 +82,14 @@ func TestReserveHookAndVersions(t *testing.T) {
 	})
 	h.check()
 }
+
+// TestPrefetch: Prefetch changes nothing a lookup or insert can see.
+func TestPrefetch(t *testing.T) {
+	h := newHarness(t, goodHash)
+	for i := 0; i < 5000; i++ {
+		key := fmt.Sprint(i)
+		h.tab.Prefetch(goodHash(b(key)))
+		h.insert(key)
+	}
+	h.check()
+}
