@@ -167,6 +167,12 @@ func (d *DB) Put(h uint64, key []byte, v Value) Entry {
 
 // insertNew stores key, known to be absent, with its encoded flags and sizes.
 func (d *DB) insertNew(h uint64, key []byte, v Value, flags byte, size, vlen int) Entry {
+	pos, ref, mem := d.insert(h, key, v, flags, size, vlen)
+	return Entry{db: d, pos: pos, ref: ref, h: h, hdr: decodeHeader(mem)}
+}
+
+// insert is insertNew without building the Entry (Add needs none).
+func (d *DB) insert(h uint64, key []byte, v Value, flags byte, size, vlen int) (dash.Pos, dash.Ref, []byte) {
 	ref, mem := d.slab.Alloc(size)
 	val := encode(mem, flags, key, vlen, v.ExpireAt, v.MCFlags, v.MCCAS)
 	d.fillValue(val, v, -1)
@@ -175,7 +181,7 @@ func (d *DB) insertNew(h uint64, key []byte, v Value, flags byte, size, vlen int
 		d.expires.Insert(h, ref)
 	}
 	d.valBytes += int64(len(key) + vlen)
-	return Entry{db: d, pos: pos, ref: ref, h: h, hdr: decodeHeader(mem)}
+	return pos, ref, mem
 }
 
 // Reserve sizes the DB's indexes for a bulk load of keys entries, expires
@@ -211,7 +217,7 @@ func (d *DB) Add(h uint64, key []byte, v Value) bool {
 	if d.watch != nil && len(d.watch.m) > 0 {
 		d.touchWatched(key, false)
 	}
-	d.insertNew(h, key, v, flags, encodedSize(flags, len(key), vlen), vlen)
+	d.insert(h, key, v, flags, encodedSize(flags, len(key), vlen), vlen)
 	return true
 }
 
