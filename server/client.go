@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/damselflydb/damselfly/netpoll"
 )
 
 const (
@@ -44,14 +46,13 @@ type Client struct {
 	// whichever owns the connection.
 	connMu sync.Mutex
 	nc     net.Conn
-	loop   *eventLoop
+	loop   *netpoll.Loop
 	fd     int
 	// detach is set by execute when a loop-owned client must continue on
 	// its own goroutine before running the command at in[r:]; outPos is
 	// how much of out a loop has written so far.
-	detach  bool
-	outPos  int
-	waitOut bool // the loop waits for EPOLLOUT to write out[outPos:]
+	detach bool
+	outPos int
 
 	in   []byte // input buffer; unconsumed bytes are in[r:w]
 	r, w int
@@ -340,12 +341,12 @@ func sanitize(b []byte, max int) string {
 // shutdown); the goroutine or loop serving it notices and cleans up.
 func (c *Client) closeConn() {
 	c.connMu.Lock()
-	nc, l := c.nc, c.loop
+	nc, l, fd := c.nc, c.loop, c.fd
 	c.connMu.Unlock()
 	if nc != nil {
 		_ = nc.Close()
 	} else if l != nil {
-		l.requestClose(c)
+		l.RequestClose(fd, (*loopClient)(c))
 	}
 }
 
