@@ -29,6 +29,11 @@
 //     needed (gets, gats, mg c, ...) it is stamped with a fresh one from the
 //     counter. A RESP write therefore always yields a different CAS unique
 //     than the one a client saw before, which is what cas needs.
+//   - Items also carry their access state in the entry (shard.DB.NoteAccess,
+//     NoteWin): fetched since written, last access second, stale (md I,
+//     ms I) and "a recache win was handed out". It is not part of the value:
+//     it changes in place without a write, and is neither saved nor
+//     replicated (a loaded or replicated item starts fresh).
 //   - Collections (lists, hashes...) are not memcached items: reads treat
 //     them as misses and set replaces them, as a Redis SET would.
 //   - Persistence keeps client flags: a snapshot writes an item's nonzero

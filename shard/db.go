@@ -61,6 +61,13 @@ func (e *Entry) Hash() uint64    { return e.h }
 func (e *Entry) MCFlags() uint32 { return e.hdr.mcFlags }
 func (e *Entry) MCCAS() uint64   { return e.hdr.mcCAS }
 func (e *Entry) HasMeta() bool   { return e.hdr.flags&flagMeta != 0 }
+
+// MCAtime, MCFetched, MCStale and MCWon are a memcached item's access
+// state (zero without meta).
+func (e *Entry) MCAtime() uint32 { return e.hdr.mcAtime }
+func (e *Entry) MCFetched() bool { return e.hdr.flags&flagFetched != 0 }
+func (e *Entry) MCStale() bool   { return e.hdr.flags&flagStale != 0 }
+func (e *Entry) MCWon() bool     { return e.hdr.flags&flagWon != 0 }
 func (e *Entry) Expired(now int64) bool {
 	return e.hdr.expireAt != 0 && e.hdr.expireAt <= now
 }
@@ -85,29 +92,27 @@ func (d *DB) Find(h uint64, key []byte) (Entry, bool) {
 
 // Value is what Put stores: a string or a collection object.
 type Value struct {
-	Type     Type
-	Str      []byte
-	Obj      any
-	ExpireAt int64 // unix ms; 0 = none
-	MCFlags  uint32
-	MCCAS    uint64
-	Meta     bool // store MCFlags/MCCAS (memcached items)
+	Type      Type
+	Str       []byte
+	Obj       any
+	ExpireAt  int64 // unix ms; 0 = none
+	MCFlags   uint32
+	MCCAS     uint64
+	Meta      bool   // store the memcached fields below and above (memcached items)
+	MCAtime   uint32 // unix seconds of the last access
+	MCFetched bool   // read since written (NoteAccess sets it)
+	MCStale   bool   // invalidated (md I)
+	MCWon     bool   // a recache win was handed out
 }
 
 // Put stores v under key, replacing any previous value, and returns the new
 // entry. An existing chunk is overwritten in place when the new entry needs
 // the same size class.
 func (d *DB) Put(h uint64, key []byte, v Value) Entry {
-	flags := byte(v.Type)
+	flags := v.entryFlags()
 	vlen := len(v.Str)
 	if v.Type != TypeString {
 		vlen = 4
-	}
-	if v.ExpireAt != 0 {
-		flags |= flagExpire
-	}
-	if v.Meta {
-		flags |= flagMeta
 	}
 	size := encodedSize(flags, len(key), vlen)
 	*d.dirty++
@@ -139,13 +144,13 @@ func (d *DB) Put(h uint64, key []byte, v Value) Entry {
 		} else if flags&flagExpire != 0 {
 			d.touchExpire(h, key)
 		}
-		val := encode(oldMem, flags, key, vlen, v.ExpireAt, v.MCFlags, v.MCCAS)
+		val := encode(oldMem, flags, key, vlen, &v)
 		d.fillValue(val, v, oldObj)
 		d.slab.AdjustRequested(size - oldSize)
 		return Entry{db: d, pos: pos, ref: oldRef, h: h, hdr: decodeHeader(oldMem)}
 	}
 	ref, mem := d.slab.Alloc(size)
-	val := encode(mem, flags, key, vlen, v.ExpireAt, v.MCFlags, v.MCCAS)
+	val := encode(mem, flags, key, vlen, &v)
 	// Replace first: the pre-change hook must see the old value and object.
 	d.main.Replace(pos, ref)
 	d.fillValue(val, v, oldObj)
@@ -168,7 +173,7 @@ func (d *DB) Put(h uint64, key []byte, v Value) Entry {
 // insertNew stores key, known to be absent, with its encoded flags and sizes.
 func (d *DB) insertNew(h uint64, key []byte, v Value, flags byte, size, vlen int) Entry {
 	ref, mem := d.slab.Alloc(size)
-	val := encode(mem, flags, key, vlen, v.ExpireAt, v.MCFlags, v.MCCAS)
+	val := encode(mem, flags, key, vlen, &v)
 	d.fillValue(val, v, -1)
 	pos := d.main.Insert(h, ref)
 	if v.ExpireAt != 0 {
@@ -185,16 +190,10 @@ func (d *DB) Add(h uint64, key []byte, v Value) bool {
 	if _, found := d.main.Find(h, key); found {
 		return false
 	}
-	flags := byte(v.Type)
+	flags := v.entryFlags()
 	vlen := len(v.Str)
 	if v.Type != TypeString {
 		vlen = 4
-	}
-	if v.ExpireAt != 0 {
-		flags |= flagExpire
-	}
-	if v.Meta {
-		flags |= flagMeta
 	}
 	*d.dirty++
 	if d.watch != nil && len(d.watch.m) > 0 {
@@ -290,9 +289,36 @@ func (d *DB) Modify(e *Entry) {
 	d.main.Replace(e.pos, e.ref)
 }
 
+// NoteAccess records a read of a memcached item (e has meta): it is now
+// fetched and its access time is atime. The access state is not part of
+// the value: it changes in place, is not a write (no dirty count, no
+// snapshot hook) and is neither saved nor replicated.
+func (d *DB) NoteAccess(e *Entry, atime uint32) {
+	if !e.HasMeta() {
+		return
+	}
+	mem := d.slab.Bytes(e.ref)
+	mem[0] |= flagFetched
+	binary.LittleEndian.PutUint32(mem[metaOffset(mem)+12:], atime)
+	e.hdr.flags = mem[0]
+	e.hdr.mcAtime = atime
+}
+
+// NoteWin records that a client was handed the right to recache e (a
+// memcached item), in place like NoteAccess.
+func (d *DB) NoteWin(e *Entry) {
+	if !e.HasMeta() {
+		return
+	}
+	mem := d.slab.Bytes(e.ref)
+	mem[0] |= flagWon
+	e.hdr.flags = mem[0]
+}
+
 // SetExpireAt changes e's expiry (0 removes it) and returns the updated entry.
 func (d *DB) SetExpireAt(e *Entry, at int64) Entry {
-	v := Value{Type: e.Type(), ExpireAt: at, MCFlags: e.hdr.mcFlags, MCCAS: e.hdr.mcCAS, Meta: e.HasMeta()}
+	v := Value{Type: e.Type(), ExpireAt: at, MCFlags: e.hdr.mcFlags, MCCAS: e.hdr.mcCAS, Meta: e.HasMeta(),
+		MCAtime: e.hdr.mcAtime, MCFetched: e.MCFetched(), MCStale: e.MCStale(), MCWon: e.MCWon()}
 	key := append([]byte(nil), e.hdr.key...)
 	if v.Type == TypeString {
 		v.Str = append([]byte(nil), e.hdr.val...)

@@ -34,15 +34,22 @@ func (t Type) String() string {
 
 // An entry is stored in one slab chunk:
 //
-//	[flags 1][klen uvarint][vlen uvarint][expireAt 8, if flagExpire][mcFlags 4, mcCAS 8, if flagMeta][key][value]
+//	[flags 1][klen uvarint][vlen uvarint][expireAt 8, if flagExpire][mcFlags 4, mcCAS 8, mcAtime 4, if flagMeta][key][value]
 //
 // flags holds the Type in its low 3 bits. A string's value is its bytes; a
 // collection's value is the 4-byte little-endian index of its object in the
-// database's object table.
+// database's object table. The memcached item state (flagFetched, flagStale,
+// flagWon) and mcAtime only exist with flagMeta; they describe accesses, not
+// the value, so they change in place without counting as a write.
 const (
-	typeMask   = 0x07
-	flagExpire = 0x08
-	flagMeta   = 0x10
+	typeMask    = 0x07
+	flagExpire  = 0x08
+	flagMeta    = 0x10
+	flagFetched = 0x20 // read since written (mg h)
+	flagStale   = 0x40 // invalidated (md I, ms I): served, but a client should recache
+	flagWon     = 0x80 // a client was told it won the right to recache (mg W)
+
+	metaSize = 16
 )
 
 // header is a decoded entry header.
@@ -53,6 +60,7 @@ type header struct {
 	expireAt int64
 	mcFlags  uint32
 	mcCAS    uint64
+	mcAtime  uint32 // unix seconds of the last access
 }
 
 func decodeHeader(b []byte) header {
@@ -67,7 +75,8 @@ func decodeHeader(b []byte) header {
 	if h.flags&flagMeta != 0 {
 		h.mcFlags = binary.LittleEndian.Uint32(b[off:])
 		h.mcCAS = binary.LittleEndian.Uint64(b[off+4:])
-		off += 12
+		h.mcAtime = binary.LittleEndian.Uint32(b[off+12:])
+		off += metaSize
 	}
 	h.key = b[off : off+int(klen) : off+int(klen)]
 	off += int(klen)
@@ -84,9 +93,20 @@ func keyOf(b []byte) []byte {
 		off += 8
 	}
 	if b[0]&flagMeta != 0 {
-		off += 12
+		off += metaSize
 	}
 	return b[off : off+int(klen)]
+}
+
+// metaOffset is where an entry's memcached fields start (flagMeta set).
+func metaOffset(b []byte) int {
+	_, n1 := binary.Uvarint(b[1:])
+	_, n2 := binary.Uvarint(b[1+n1:])
+	off := 1 + n1 + n2
+	if b[0]&flagExpire != 0 {
+		off += 8
+	}
+	return off
 }
 
 func uvarintLen(x uint64) int {
@@ -105,26 +125,48 @@ func encodedSize(flags byte, klen, vlen int) int {
 		n += 8
 	}
 	if flags&flagMeta != 0 {
-		n += 12
+		n += metaSize
 	}
 	return n
 }
 
 // encode writes an entry into b (len(b) >= encodedSize) and returns the
 // value's region so callers can fill it in place.
-func encode(b []byte, flags byte, key []byte, vlen int, expireAt int64, mcFlags uint32, mcCAS uint64) []byte {
+func encode(b []byte, flags byte, key []byte, vlen int, v *Value) []byte {
 	b[0] = flags
 	off := 1 + binary.PutUvarint(b[1:], uint64(len(key)))
 	off += binary.PutUvarint(b[off:], uint64(vlen))
 	if flags&flagExpire != 0 {
-		binary.LittleEndian.PutUint64(b[off:], uint64(expireAt))
+		binary.LittleEndian.PutUint64(b[off:], uint64(v.ExpireAt))
 		off += 8
 	}
 	if flags&flagMeta != 0 {
-		binary.LittleEndian.PutUint32(b[off:], mcFlags)
-		binary.LittleEndian.PutUint64(b[off+4:], mcCAS)
-		off += 12
+		binary.LittleEndian.PutUint32(b[off:], v.MCFlags)
+		binary.LittleEndian.PutUint64(b[off+4:], v.MCCAS)
+		binary.LittleEndian.PutUint32(b[off+12:], v.MCAtime)
+		off += metaSize
 	}
 	off += copy(b[off:], key)
 	return b[off : off+vlen]
+}
+
+// entryFlags is the flags byte an entry holding v starts with.
+func (v *Value) entryFlags() byte {
+	flags := byte(v.Type)
+	if v.ExpireAt != 0 {
+		flags |= flagExpire
+	}
+	if v.Meta {
+		flags |= flagMeta
+		if v.MCFetched {
+			flags |= flagFetched
+		}
+		if v.MCStale {
+			flags |= flagStale
+		}
+		if v.MCWon {
+			flags |= flagWon
+		}
+	}
+	return flags
 }
