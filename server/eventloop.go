@@ -51,6 +51,7 @@ func (s *Server) adopt(c *Client, tc *net.TCPConn) error {
 		c.connMu.Lock()
 		c.nc, c.loop, c.fd = nil, l, fd
 		c.connMu.Unlock()
+		c.view.fd.Store(int32(fd))
 	})
 }
 
@@ -81,7 +82,7 @@ func (lc *loopClient) Readable(fd int, now int64) netpoll.Action {
 	if c.r == c.w {
 		c.r, c.w = 0, 0
 		if len(c.in) > 4*readBufSize {
-			c.in = make([]byte, readBufSize)
+			c.setIn(make([]byte, readBufSize))
 		}
 	}
 	switch {
@@ -123,6 +124,7 @@ func (lc *loopClient) Detached(fd int) {
 	c.connMu.Lock()
 	c.nc, c.loop, c.fd = nc, nil, -1
 	c.connMu.Unlock()
+	c.view.fd.Store(connFD(nc))
 	c.detach = false
 	go c.serveFrom(true)
 }
