@@ -2,7 +2,6 @@ package memcache
 
 import (
 	"strconv"
-	"time"
 
 	"github.com/damselflydb/damselfly/shard"
 )
@@ -46,16 +45,14 @@ func (c *conn) stampMeta(sh *shard.Shard, h uint64, e *shard.Entry) {
 	c.scratch = append(c.scratch[:0], e.Str()...)
 	key := append([]byte(nil), e.Key()...)
 	*e = sh.DB(db).Put(h, key, shard.Value{Type: shard.TypeString, Str: c.scratch, ExpireAt: e.ExpireAt(),
-		MCFlags: e.MCFlags(), MCCAS: c.nextCAS(sh), Meta: true, MCAtime: nowSec()})
+		MCFlags: e.MCFlags(), MCCAS: c.nextCAS(sh), Meta: true})
 }
 
-// nowSec is the clock of item access times.
-func nowSec() uint32 { return uint32(time.Now().Unix()) }
-
-// noteAccess records a hit on e (fetched, access time now) unless the
-// client asked not to (mg u).
+// noteAccess records a hit on e (fetched, access time now); reads call it
+// after answering, so that mg h and l report the state before this read,
+// and mg u skips it.
 func noteAccess(sh *shard.Shard, e *shard.Entry) {
-	sh.DB(db).NoteAccess(e, nowSec())
+	sh.DB(db).NoteAccess(e)
 }
 
 // peekCAS is the CAS unique an entry has without stamping one (0 = none).
@@ -77,7 +74,7 @@ func (c *conn) putItem(sh *shard.Shard, h uint64, key []byte, v shard.Value) sha
 	if v.MCCAS == 0 {
 		v.MCCAS = c.nextCAS(sh)
 	}
-	v.Type, v.Meta, v.MCAtime = shard.TypeString, true, nowSec()
+	v.Type, v.Meta = shard.TypeString, true
 	e := sh.DB(db).Put(h, key, v)
 	c.journalSet(key, v.Str, v.ExpireAt)
 	return e
@@ -122,9 +119,11 @@ func (c *conn) journalExpire(key []byte, exp int64) {
 	c.journal(c.word("PERSIST"), key)
 }
 
-// lookup finds a live string item; collections count as misses.
+// lookup finds a live string item; collections count as misses. It does
+// not record an access (see noteAccess).
 func lookup(sh *shard.Shard, h uint64, key []byte, now int64) (shard.Entry, bool) {
-	e, ok := sh.Lookup(db, h, key, now)
+	sh.Tick(now)
+	e, ok := sh.LookupNoTouch(db, h, key, now)
 	if !ok || e.Type() != shard.TypeString {
 		return shard.Entry{}, false
 	}

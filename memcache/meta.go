@@ -153,7 +153,7 @@ func (c *conn) metaRet(o *metaOpts, key []byte, e *shard.Entry, cas uint64, now 
 			}
 		case 'l':
 			c.out = append(c.out, " l"...)
-			c.out = strconv.AppendInt(c.out, max(0, now/1000-int64(e.MCAtime())), 10)
+			c.out = strconv.AppendInt(c.out, shard.IdleSeconds(e.Atime(), shard.LRUClock(now)), 10)
 		}
 	}
 }

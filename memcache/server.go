@@ -30,8 +30,8 @@
 //     counter. A RESP write therefore always yields a different CAS unique
 //     than the one a client saw before, which is what cas needs.
 //   - Items also carry their access state in the entry (shard.DB.NoteAccess,
-//     NoteWin): fetched since written, last access second, stale (md I,
-//     ms I) and "a recache win was handed out". It is not part of the value:
+//     NoteWin): fetched since written, stale (md I, ms I) and "a recache win
+//     was handed out", besides the LRU clock every entry has (mg l). It is not part of the value:
 //     it changes in place without a write, and is neither saved nor
 //     replicated (a loaded or replicated item starts fresh).
 //   - Collections (lists, hashes...) are not memcached items: reads treat

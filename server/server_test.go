@@ -309,3 +309,54 @@ func TestClientListShowsSessions(t *testing.T) {
 		t.Fatalf("db=3 %v, subscriber %v, pattern subscriber %v, MULTI %v in:\n%s", sawDB3, sawSub, sawPsub, sawMulti, list)
 	}
 }
+
+// TestIdleTime: OBJECT IDLETIME reports seconds since the last access
+// (RESTORE IDLETIME sets it); reads and TOUCH record an access, EXISTS,
+// TYPE, TTL and OBJECT do not. Run against redis-server too.
+func TestIdleTime(t *testing.T) {
+	run := func(t *testing.T, addr string) {
+		ctx := context.Background()
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		defer c.Close()
+		c.Set(ctx, "src", "v", 0)
+		payload, err := c.Dump(ctx, "src").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle := func() int64 {
+			t.Helper()
+			n, err := c.ObjectIdleTime(ctx, "k").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return int64(n.Seconds())
+		}
+		if err := c.Do(ctx, "RESTORE", "k", 0, payload, "REPLACE", "IDLETIME", 1000).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got := idle(); got < 1000 || got > 1002 {
+			t.Fatalf("after RESTORE IDLETIME 1000: %d", got)
+		}
+		c.Exists(ctx, "k")
+		c.Type(ctx, "k")
+		c.TTL(ctx, "k")
+		if got := idle(); got < 1000 {
+			t.Fatalf("EXISTS/TYPE/TTL recorded an access: idle %d", got)
+		}
+		c.Get(ctx, "k")
+		if got := idle(); got > 1 {
+			t.Fatalf("GET did not record an access: idle %d", got)
+		}
+		c.Do(ctx, "RESTORE", "k", 0, payload, "REPLACE", "IDLETIME", 500)
+		c.Touch(ctx, "k")
+		if got := idle(); got > 1 {
+			t.Fatalf("TOUCH did not record an access: idle %d", got)
+		}
+		if err := c.Do(ctx, "RESTORE", "k", 0, payload, "REPLACE", "IDLETIME", -1).Err(); err == nil ||
+			err.Error() != "ERR Invalid IDLETIME value, must be >= 0" {
+			t.Fatalf("negative IDLETIME: %v", err)
+		}
+	}
+	t.Run("damselfly", func(t *testing.T) { run(t, startServer(t).Addr()) })
+	t.Run("redis", func(t *testing.T) { run(t, startRedis(t)) })
+}
