@@ -12,7 +12,8 @@
 # Damselfly listens only once loaded) and reports, per run: wall time from
 # process start to the first +PONG, the load time the server logs itself,
 # the process's CPU time at that moment (utime+stime of all its threads from
-# /proc/PID/stat, 10 ms ticks) and VmRSS 1 s after ready. The server is then
+# /proc/PID/stat, 10 ms ticks), its minor page faults by then, and VmRSS 1 s
+# after ready. The server is then
 # stopped with SHUTDOWN NOSAVE (the dump is never rewritten). The file is read
 # once beforehand so every run finds it in the page cache. Last line: median
 # and range of each column.
@@ -30,7 +31,7 @@ def free_port():
 
 def cpu(pid):
     f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / tick  # utime, stime (fields 14, 15)
+    return (int(f[11]) + int(f[12])) / tick, int(f[7])  # utime+stime (fields 14, 15), minflt (10)
 
 def rss_mib(pid):
     for l in open(f"/proc/{pid}/status"):
@@ -66,7 +67,7 @@ for i in range(runs):
             sock = None
         time.sleep(0.002)
     wall = time.monotonic() - t0
-    c = cpu(p.pid)
+    c, faults = cpu(p.pid)
     time.sleep(1)
     rss = rss_mib(p.pid)
     sock.sendall(b"SHUTDOWN NOSAVE\r\n")
@@ -77,11 +78,11 @@ for i in range(runs):
     sock.close()
     lg = logged(log)
     os.unlink(log)
-    rows.append((wall, lg, c, rss))
-    print(f"{label} run {i+1}: ready {wall:.3f} s | logged load {lg:.3f} s | CPU {c:.2f} s | RSS {rss:.1f} MiB", flush=True)
+    rows.append((wall, lg, c, rss, faults))
+    print(f"{label} run {i+1}: ready {wall:.3f} s | logged load {lg:.3f} s | CPU {c:.2f} s | RSS {rss:.1f} MiB | faults {faults}", flush=True)
 
 cols = list(zip(*rows))
 def s(v, fmt): return f"{fmt.format(statistics.median(v))} ({fmt.format(min(v))}-{fmt.format(max(v))})"
 print(f"{label} median (range) of {runs}: ready {s(cols[0], '{:.3f}')} s | logged {s(cols[1], '{:.3f}')} s | "
-      f"CPU {s(cols[2], '{:.2f}')} s | RSS {s(cols[3], '{:.1f}')} MiB")
+      f"CPU {s(cols[2], '{:.2f}')} s | RSS {s(cols[3], '{:.1f}')} MiB | faults {s(cols[4], '{:.0f}')}")
 PY

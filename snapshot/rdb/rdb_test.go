@@ -517,6 +517,20 @@ func FuzzLoad(f *testing.F) {
 	w.ZSet([]byte("z"), 0, 1, zpairs([]ZMember{{[]byte("m"), 1.5}}))
 	w.Close()
 	f.Add(buf.Bytes())
+	// Strings for the skimmer's fast path: LZF, integers, expiries,
+	// memcached flags, several databases.
+	buf.Reset()
+	w = NewWriter(&buf, 10)
+	w.Header(nil)
+	w.SelectDB(0, 4, 1)
+	w.String([]byte("lzf"), append([]byte("value:1"), make([]byte, 60)...), 0)
+	w.String([]byte("n"), []byte("-70000"), 4102444800000)
+	w.MCFlags(77)
+	w.String([]byte("mc"), []byte("x"), 0)
+	w.SelectDB(2, 1, 0)
+	w.String([]byte("12345"), []byte("7"), 0)
+	w.Close()
+	f.Add(buf.Bytes())
 	f.Add([]byte("REDIS0010\xff\x00\x00\x00\x00\x00\x00\x00\x00"))
 	f.Add([]byte("REDIS0009\x00\x01k\xc3\x05\x40\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
