@@ -198,9 +198,15 @@ func (d *DB) Reserve(keys, expires int) {
 	d.expires.Reserve(expires)
 }
 
-// Prefetch brings the index bucket of hash h into cache (see
-// dash.Table.Prefetch): call it for a batch of keys before adding them.
-func (d *DB) Prefetch(h uint64) { d.main.Prefetch(h) }
+// Prefetch brings the index buckets of hash h into cache (see
+// dash.Table.Prefetch), those of the expires index too for a key that will
+// have an expiry: call it for a batch of keys before adding them.
+func (d *DB) Prefetch(h uint64, expires bool) {
+	d.main.Prefetch(h)
+	if expires {
+		d.expires.Prefetch(h)
+	}
+}
 
 // Add stores v under key unless the key exists (then it reports false and
 // changes nothing): one index probe where Find then Put would take two

@@ -112,7 +112,8 @@ func Load(st *shard.Store, r io.Reader, name string) (Stats, error) {
 			for b := range ch {
 				sh.Lock()
 				for j := range b.items {
-					sh.DB(b.items[j].db).Prefetch(b.items[j].h)
+					it := &b.items[j]
+					sh.DB(it.db).Prefetch(it.h, it.expireAtMs > 0 || it.coll != nil && it.coll.ExpireAtMs > 0)
 				}
 				for j := range b.items {
 					if err := insert(sh, b.items[j].h, b.entry(j, &tmp)); err != nil {
