@@ -637,8 +637,9 @@ func (s *skimmer) next() error {
 			if err != nil {
 				return err
 			}
-			s.cut(0) // not for the decoder
-			return s.emitString(s.key, val)
+			err = s.emitString(s.key, val) // (val may view rec)
+			s.cut(0)                       // not for the decoder
+			return err
 		}
 		if op == typeModule2 {
 			id, err := s.count("module id")
