@@ -266,8 +266,8 @@ func (c *Client) execute(args [][]byte) {
 		c.err(misconfErr)
 		return
 	}
-	if cmd.denyOOM && !c.fromPrimary {
-		if max := c.srv.cfg.maxMemory.Load(); max > 0 && c.srv.usedMem.Load() > max {
+	if cmd.denyOOM && !c.fromPrimary && c.srv.cfg.maxMemory.Load() > 0 {
+		if !c.admitCommand(cmd, args) {
 			c.err("OOM command not allowed when used memory > 'maxmemory'.")
 			c.txFlag()
 			return
