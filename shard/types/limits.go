@@ -30,6 +30,10 @@ type Limits struct {
 	// limit a node to 4, 8, 16, 32 or 64 KiB; positive values limit the
 	// number of elements per node (with an 8 KiB safety limit).
 	ListMaxListpackSize int
+	// StreamNodeMaxBytes and StreamNodeMaxEntries are stream-node-max-bytes
+	// and stream-node-max-entries (0 = no limit, like Redis).
+	StreamNodeMaxBytes   int
+	StreamNodeMaxEntries int
 }
 
 // DefaultLimits are the defaults of redis-server 7.0 (checked with CONFIG GET
@@ -46,6 +50,8 @@ var DefaultLimits = Limits{
 	ZSetMaxListpackEntries: 128,
 	ZSetMaxListpackValue:   64,
 	ListMaxListpackSize:    -2,
+	StreamNodeMaxBytes:     4096,
+	StreamNodeMaxEntries:   100,
 }
 
 func lim(l *Limits) *Limits {
