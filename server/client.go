@@ -77,6 +77,9 @@ type Client struct {
 
 	dirtyMark uint64   // shard change counter(s) when the command locked them
 	propagate [][]byte // how the running command is replicated (nil: not at all)
+	// propagateMany, when set, replaces propagate by several commands,
+	// replicated inside MULTI/EXEC (rewriteMany); commitWrite clears it.
+	propagateMany [][][]byte
 
 	sess session // Pub/Sub, MULTI/EXEC, WATCH and script state (multi.go)
 	// Replication (see replication.go). fromPrimary marks the internal
@@ -270,7 +273,7 @@ func (c *Client) execute(args [][]byte) {
 	if c.intercept(cmd, args) { // MULTI queuing, Pub/Sub context
 		return
 	}
-	if c.loop != nil && c.mayBlock(cmd) {
+	if c.loop != nil && c.mayBlock(cmd, args) {
 		c.detach = true
 		return
 	}
@@ -288,7 +291,7 @@ func (c *Client) execute(args [][]byte) {
 	}()
 	c.propagate = args
 	cmd.fn(c, args)
-	c.propagate = nil
+	c.propagate, c.propagateMany = nil, nil
 }
 
 // lowerName lower-cases a command name without allocating for short names.
@@ -355,8 +358,8 @@ func (c *Client) closeConn() {
 // PSYNC/SYNC (handoff), scripts (SCRIPT KILL must reach a busy one), and
 // the slow admin commands DEBUG and SAVE. EXEC qualifies when it would run
 // one of them.
-func (c *Client) mayBlock(cmd *command) bool {
-	if cmd.mayBlock {
+func (c *Client) mayBlock(cmd *command, args [][]byte) bool {
+	if cmd.mayBlock || cmd.blockIf != nil && cmd.blockIf(args) {
 		return true
 	}
 	if cmd.name == "exec" && c.sess.tx != nil {

@@ -1,6 +1,7 @@
 package types
 
 import (
+	"encoding/binary"
 	"errors"
 	"slices"
 	"strconv"
@@ -843,4 +844,99 @@ func (s *Stream) EstimateDistance(id StreamID) int64 {
 		}
 	}
 	return SCGInvalidEntriesRead
+}
+
+// FirstEntryID returns the ID of the first entry, deleted or not (Redis's
+// streamGetEdgeID without skipping tombstones); ok is false when the stream
+// has no node.
+func (s *Stream) FirstEntryID() (id StreamID, ok bool) {
+	if len(s.nodes) == 0 {
+		return MaxStreamID, false
+	}
+	s.nodes[0].scan(false, func(e *rawEntry, _ int) bool { id, ok = e.id, true; return false })
+	return id, ok
+}
+
+// RaxNodes is the number of nodes Redis's radix tree would have for this
+// stream's node keys (XINFO STREAM's radix-tree-nodes): the tree of the
+// 16-byte big-endian master IDs, with single-child chains compressed.
+func (s *Stream) RaxNodes() int {
+	if len(s.nodes) == 0 {
+		return 1
+	}
+	keys := make([][16]byte, len(s.nodes))
+	for i, n := range s.nodes {
+		binary.BigEndian.PutUint64(keys[i][:], n.master.Ms)
+		binary.BigEndian.PutUint64(keys[i][8:], n.master.Seq)
+	}
+	return 1 + raxCount(keys, 0)
+}
+
+// raxCount counts the nodes below the node at depth d shared by keys
+// (sorted, distinct, all with the same first d bytes).
+func raxCount(keys [][16]byte, d int) int {
+	if d == 16 {
+		return 0
+	}
+	first, last := &keys[0], &keys[len(keys)-1]
+	l := d
+	for l < 16 && first[l] == last[l] {
+		l++
+	}
+	if l == 16 {
+		return 1 // a compressed chain down to the key
+	}
+	n := 0
+	if l > d {
+		n++ // the branching node at the end of a compressed chain
+	}
+	for i := 0; i < len(keys); {
+		j := i + 1
+		for j < len(keys) && keys[j][l] == keys[i][l] {
+			j++
+		}
+		n += 1 + raxCount(keys[i:j], l+1)
+		i = j
+	}
+	return n
+}
+
+// hasTombstones is Redis's streamRangeHasTombstones for [start, +].
+func (s *Stream) hasTombstones(start StreamID) bool {
+	if s.length == 0 || s.maxDeletedID.IsZero() {
+		return false
+	}
+	if s.maxDeletedID.Less(s.firstID) {
+		return false
+	}
+	return !s.maxDeletedID.Less(start)
+}
+
+// Lag is a group's lag (XINFO's "lag"); ok is false when it cannot be
+// known (Redis replies null).
+func (s *Stream) Lag(g *StreamGroup) (lag int64, ok bool) {
+	if s.entriesAdded == 0 {
+		return 0, true
+	}
+	if g.EntriesRead != SCGInvalidEntriesRead && !s.hasTombstones(g.LastID) {
+		return int64(s.entriesAdded) - g.EntriesRead, true
+	}
+	if er := s.EstimateDistance(g.LastID); er != SCGInvalidEntriesRead {
+		return int64(s.entriesAdded) - er, true
+	}
+	return 0, false
+}
+
+// NoteDelivered advances a group past id as XREADGROUP does for each entry
+// it delivers beyond the group's last ID (entries-read bookkeeping).
+func (s *Stream) NoteDelivered(g *StreamGroup, id StreamID) {
+	if !g.LastID.Less(id) {
+		return
+	}
+	if g.EntriesRead != SCGInvalidEntriesRead && !s.hasTombstones(id) {
+		g.EntriesRead++
+	} else if s.entriesAdded != 0 {
+		g.EntriesRead = s.EstimateDistance(id)
+	}
+	g.LastID = id
 }
