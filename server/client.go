@@ -80,6 +80,10 @@ type Client struct {
 	// propagateMany, when set, replaces propagate by several commands,
 	// replicated inside MULTI/EXEC (rewriteMany); commitWrite clears it.
 	propagateMany [][][]byte
+	// rwArgs and rwID are reusable storage for a rewritten replication form
+	// (XADD's concrete ID); valid until the command's next call.
+	rwArgs [][]byte
+	rwID   []byte
 
 	sess session // Pub/Sub, MULTI/EXEC, WATCH and script state (multi.go)
 	// Replication (see replication.go). fromPrimary marks the internal

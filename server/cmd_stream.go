@@ -402,11 +402,13 @@ func cmdXAdd(c *Client, args [][]byte) {
 		return
 	}
 	c.streamID(id)
+	// The replicated form: the concrete ID, exact trimming. Built in the
+	// client's reusable buffers (the journal copies what it keeps).
 	rw := args
 	copied := false
 	cp := func() {
 		if !copied {
-			rw = slices.Clone(args)
+			rw = append(c.rwArgs[:0], args...)
 			copied = true
 		}
 	}
@@ -419,10 +421,12 @@ func cmdXAdd(c *Client, args [][]byte) {
 	}
 	if !a.idGiven || !a.seqGiven {
 		cp()
-		rw[a.idPos] = idArg(id)
+		c.rwID = id.Append(c.rwID[:0])
+		rw[a.idPos] = c.rwID
 	}
 	if copied {
 		c.rewrite(rw...)
+		c.rwArgs = rw[:0]
 	}
 	c.srv.signalStream(c.db, key)
 }

@@ -3,6 +3,7 @@ package types
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strconv"
 )
 
@@ -26,9 +27,10 @@ const (
 
 var errBadRLP = errors.New("malformed listpack")
 
-// rlpNew returns an empty listpack with room for capHint bytes.
+// rlpNew returns an empty listpack with room for capHint bytes, rounded up
+// to the allocator's size class (the slack is free).
 func rlpNew(capHint int) []byte {
-	b := make([]byte, rlpHeader+1, max(capHint, rlpHeader+1))
+	b := slices.Grow([]byte(nil), max(capHint, rlpHeader+1))[:rlpHeader+1]
 	binary.LittleEndian.PutUint32(b, rlpHeader+1)
 	b[rlpHeader] = rlpEOF
 	return b

@@ -401,7 +401,9 @@ func (s *Stream) Add(id StreamID, fv [][]byte, l *Limits) error {
 			full = cnt+del >= int64(maxEntries)
 		}
 		if full {
-			if cap(n.lp) > len(n.lp) { // shrink to fit, as Redis does
+			// Shrink the finished node to fit, as Redis does, unless the
+			// allocation is already close to its size.
+			if cap(n.lp)-len(n.lp) > len(n.lp)/8 {
 				n.lp = append([]byte(nil), n.lp...)
 			}
 			n = nil
@@ -413,7 +415,14 @@ func (s *Stream) Add(id StreamID, fv [][]byte, l *Limits) error {
 		for i := 0; i < nf; i++ {
 			need += rlpElemSize(fv[2*i])
 		}
-		lp := rlpNew(need + 64)
+		// Size the node like the previous one: a stream's nodes tend to be
+		// alike, and a node allocated once makes no garbage as it fills.
+		capHint := need + 64
+		if k := len(s.nodes); k > 0 {
+			prev := len(s.nodes[k-1].lp)
+			capHint = max(capHint, min(prev, maxBytes+need))
+		}
+		lp := rlpNew(capHint)
 		lp = rlpAppendInt(lp, 1)
 		lp = rlpAppendInt(lp, 0)
 		lp = rlpAppendInt(lp, int64(nf))
