@@ -367,6 +367,7 @@ func cmdXAdd(c *Client, args [][]byte) {
 	if bad {
 		return
 	}
+	created := false
 	if s == nil {
 		if a.noMkStream {
 			c.null()
@@ -374,9 +375,9 @@ func cmdXAdd(c *Client, args [][]byte) {
 		}
 		s = types.NewStream()
 		e = sh.DB(c.db).Put(h, key, shard.Value{Type: shard.TypeStream, Obj: s})
-	} else {
-		c.modifyStream(sh, &e)
+		created = true
 	}
+	// Every check before the stream changes: a failed XADD is no write.
 	last := s.LastID()
 	if last == types.MaxStreamID {
 		c.err("ERR The stream has exhausted the last possible ID, unable to add more items")
@@ -396,6 +397,21 @@ func cmdXAdd(c *Client, args [][]byte) {
 		id = types.StreamID{Ms: last.Ms, Seq: last.Seq + 1}
 	default:
 		id = a.id
+	}
+	if !last.Less(id) {
+		c.err("ERR " + types.ErrStreamIDTooSmall.Error())
+		return
+	}
+	tot := 0
+	for _, b := range args[fieldPos:] {
+		tot += len(b)
+	}
+	if tot > 1<<30 {
+		c.err("ERR " + types.ErrStreamTooBig.Error())
+		return
+	}
+	if !created {
+		c.modifyStream(sh, &e)
 	}
 	if err := s.Add(id, args[fieldPos:], c.lim()); err != nil {
 		c.err("ERR " + err.Error())
