@@ -159,6 +159,7 @@ func (c *conn) getOne(key []byte, withCAS, touch bool, exp int64) {
 	c.out = append(c.out, "\r\n"...)
 	c.out = append(c.out, e.Str()...)
 	c.out = append(c.out, "\r\n"...)
+	noteAccess(sh, &e)
 }
 
 // setExpiry changes a live item's deadline and journals it; an expNow

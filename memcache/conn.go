@@ -6,6 +6,10 @@ import (
 	"io"
 	"net"
 	"runtime/debug"
+	"sync"
+	"syscall"
+
+	"github.com/damselflydb/damselfly/netpoll"
 )
 
 const (
@@ -33,14 +37,22 @@ type pending struct {
 	opts    metaOpts
 }
 
-// conn is one client connection, used only by its own goroutine.
+// conn is one client connection. It is served either by its own goroutine
+// (serve, nc set) or by an event loop (as a netpoll.Handler, loop and fd
+// set); either way only that goroutine touches its buffers. mu guards the
+// fields Close reads to reach whichever serves it.
 type conn struct {
-	s  *Server
-	nc net.Conn
+	s *Server
+
+	mu   sync.Mutex
+	nc   net.Conn
+	loop *netpoll.Loop
+	fd   int
 
 	in      []byte // unconsumed input is in[r:w]
 	r, w    int
 	out     []byte
+	outPos  int // how much of out an event loop has written
 	pend    pending
 	swallow int // input bytes still to discard (refused data block)
 	quit    bool
@@ -53,7 +65,63 @@ type conn struct {
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	return &conn{s: s, nc: nc, in: make([]byte, readBufSize), toks: make([][]byte, 0, 32)}
+	return &conn{s: s, nc: nc, fd: -1, in: make([]byte, readBufSize), toks: make([][]byte, 0, 32)}
+}
+
+// Readable, Output, Wrote, Closed and Detached serve the connection on an
+// event loop (netpoll.Handler): read once, execute every complete request,
+// leave the replies for the loop to write.
+func (c *conn) Readable(fd int, _ int64) netpoll.Action {
+	if c.w == len(c.in) {
+		c.makeRoom()
+	}
+	n, err := netpoll.Read(fd, c.in[c.w:])
+	if err == syscall.EAGAIN || err == syscall.EINTR {
+		return netpoll.Keep
+	}
+	if n <= 0 {
+		return netpoll.CloseNow
+	}
+	c.w += n
+	c.s.stats.bytesRead.Add(int64(n))
+	perr := c.process()
+	if c.r == c.w {
+		c.r, c.w = 0, 0
+		if len(c.in) > 4*readBufSize {
+			c.in = make([]byte, readBufSize)
+		}
+	}
+	if perr != nil || c.quit {
+		return netpoll.CloseAfterWrite
+	}
+	return netpoll.Keep
+}
+
+func (c *conn) Output() []byte { return c.out[c.outPos:] }
+
+func (c *conn) Wrote(n int) {
+	c.s.stats.bytesWritten.Add(int64(n))
+	c.outPos += n
+	if c.outPos == len(c.out) {
+		c.resetOut()
+		c.outPos = 0
+	}
+}
+
+func (c *conn) Closed() { c.s.dropConn(c) }
+
+// Detached never happens: no memcached command blocks.
+func (c *conn) Detached(fd int) {
+	syscall.Close(fd)
+	c.s.dropConn(c)
+}
+
+func (c *conn) resetOut() {
+	if cap(c.out) > keepOutBytes {
+		c.out = nil
+	} else {
+		c.out = c.out[:0]
+	}
 }
 
 // serve runs the connection: read what is available, execute every complete
@@ -74,11 +142,7 @@ func (c *conn) serve() {
 			if _, err := c.nc.Write(c.out); err != nil {
 				return
 			}
-			if cap(c.out) > keepOutBytes {
-				c.out = nil
-			} else {
-				c.out = c.out[:0]
-			}
+			c.resetOut()
 		}
 		if perr != nil || c.quit {
 			return

@@ -11,24 +11,51 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/damselflydb/damselfly/memcache"
+	"github.com/damselflydb/damselfly/netpoll"
 	"github.com/damselflydb/damselfly/shard"
 )
 
-// startMemcache runs the memcached front end alone over a fresh store.
+// startMemcache runs the memcached front end alone over a fresh store,
+// served by two event loops as in the server (on Linux; elsewhere by a
+// goroutine per connection).
 func startMemcache(t testing.TB, cfg memcache.Config) (string, *shard.Store) {
+	return startMemcacheLoops(t, cfg, 2)
+}
+
+// startMemcacheLoops is startMemcache with n event loops (0: a goroutine
+// per connection).
+func startMemcacheLoops(t testing.TB, cfg memcache.Config, n int) (string, *shard.Store) {
 	t.Helper()
 	store := shard.NewStore(4, 16)
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	var wg sync.WaitGroup
+	for range n {
+		l, err := netpoll.New(cfg.Logger)
+		if err != nil {
+			t.Logf("no event loops: %v", err)
+			break
+		}
+		cfg.Loops = append(cfg.Loops, l)
+		wg.Add(1)
+		go func() { defer wg.Done(); l.Run() }()
+	}
 	s := memcache.New(store, cfg)
 	ln, err := s.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		s.Close()
+		for _, l := range cfg.Loops {
+			l.Stop()
+		}
+		wg.Wait()
+	})
 	return ln.Addr().String(), store
 }
 
@@ -121,17 +148,23 @@ func unescape(s string) string {
 // "~ sleep 1100ms" waits; "~ eof" expects the server to close the
 // connection (then reconnects); "~ big KEY N" sends "set KEY 0 0 N" with N
 // bytes of data; "# " lines are comments; "<empty>" expects an empty line.
-// Each file gets a fresh server.
+// Each file gets a fresh server, once served by event loops and once by a
+// goroutine per connection.
 func TestScripts(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.txt")
 	if len(files) == 0 {
 		t.Fatal("no scripts in testdata")
 	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			addr, _ := startMemcache(t, memcache.Config{})
-			runScript(t, f, addr)
-		})
+	for _, mode := range []struct {
+		name  string
+		loops int
+	}{{"loops", 2}, {"goroutines", 0}} {
+		for _, f := range files {
+			t.Run(mode.name+"/"+filepath.Base(f), func(t *testing.T) {
+				addr, _ := startMemcacheLoops(t, memcache.Config{}, mode.loops)
+				runScript(t, f, addr)
+			})
+		}
 	}
 }
 

@@ -34,11 +34,25 @@ func (c *conn) casOf(sh *shard.Shard, h uint64, e *shard.Entry) uint64 {
 	if e.HasMeta() && e.MCCAS() != 0 {
 		return e.MCCAS()
 	}
+	c.stampMeta(sh, h, e)
+	return e.MCCAS()
+}
+
+// stampMeta gives an entry without memcached meta (written through RESP or
+// loaded) a CAS unique and an access time of now, so that its access state
+// can be tracked from here on. Like casOf's stamping it is not a write.
+func (c *conn) stampMeta(sh *shard.Shard, h uint64, e *shard.Entry) {
 	c.scratch = append(c.scratch[:0], e.Str()...)
 	key := append([]byte(nil), e.Key()...)
 	*e = sh.DB(db).Put(h, key, shard.Value{Type: shard.TypeString, Str: c.scratch, ExpireAt: e.ExpireAt(),
 		MCFlags: e.MCFlags(), MCCAS: c.nextCAS(sh), Meta: true})
-	return e.MCCAS()
+}
+
+// noteAccess records a hit on e (fetched, access time now); reads call it
+// after answering, so that mg h and l report the state before this read,
+// and mg u skips it.
+func noteAccess(sh *shard.Shard, e *shard.Entry) {
+	sh.DB(db).NoteAccess(e)
 }
 
 // peekCAS is the CAS unique an entry has without stamping one (0 = none).
@@ -52,11 +66,17 @@ func peekCAS(e *shard.Entry) uint64 {
 // put stores a memcached item with a fresh CAS unique (or cas, when
 // non-zero: ms E) and journals it. val must not view shard memory.
 func (c *conn) put(sh *shard.Shard, h uint64, key, val []byte, flags uint32, exp int64, cas uint64) shard.Entry {
-	if cas == 0 {
-		cas = c.nextCAS(sh)
+	return c.putItem(sh, h, key, shard.Value{Str: val, ExpireAt: exp, MCFlags: flags, MCCAS: cas})
+}
+
+// putItem is put with the item state of v (MCStale, MCWon) as well.
+func (c *conn) putItem(sh *shard.Shard, h uint64, key []byte, v shard.Value) shard.Entry {
+	if v.MCCAS == 0 {
+		v.MCCAS = c.nextCAS(sh)
 	}
-	e := sh.DB(db).Put(h, key, shard.Value{Type: shard.TypeString, Str: val, ExpireAt: exp, MCFlags: flags, MCCAS: cas, Meta: true})
-	c.journalSet(key, val, exp)
+	v.Type, v.Meta = shard.TypeString, true
+	e := sh.DB(db).Put(h, key, v)
+	c.journalSet(key, v.Str, v.ExpireAt)
 	return e
 }
 
@@ -99,9 +119,11 @@ func (c *conn) journalExpire(key []byte, exp int64) {
 	c.journal(c.word("PERSIST"), key)
 }
 
-// lookup finds a live string item; collections count as misses.
+// lookup finds a live string item; collections count as misses. It does
+// not record an access (see noteAccess).
 func lookup(sh *shard.Shard, h uint64, key []byte, now int64) (shard.Entry, bool) {
-	e, ok := sh.Lookup(db, h, key, now)
+	sh.Tick(now)
+	e, ok := sh.LookupNoTouch(db, h, key, now)
 	if !ok || e.Type() != shard.TypeString {
 		return shard.Entry{}, false
 	}
@@ -130,17 +152,20 @@ const (
 
 // storeReq is one storage operation (classic commands and ms).
 type storeReq struct {
-	mode    storeMode
-	key     []byte
-	val     []byte
-	flags   uint32
-	exp     int64  // deadline (exptimeToDeadline)
-	cas     uint64 // compare with the item's CAS when non-zero (or modeCAS)
-	newCAS  uint64 // ms E: CAS unique to give the item
-	vivify  bool
-	outCAS  uint64 // the item's CAS after the operation
-	outExp  int64
-	outFlag uint32
+	mode   storeMode
+	key    []byte
+	val    []byte
+	flags  uint32
+	exp    int64  // deadline (exptimeToDeadline)
+	cas    uint64 // compare with the item's CAS when non-zero (or modeCAS)
+	newCAS uint64 // ms E: CAS unique to give the item
+	// invalidate (ms I): a cas lower than the item's is accepted too, and
+	// then the new item is stale (and keeps a handed-out recache win).
+	invalidate bool
+	vivify     bool
+	outCAS     uint64 // the item's CAS after the operation
+	outExp     int64
+	outFlag    uint32
 }
 
 // store applies a storage operation under the key's shard lock.
@@ -150,12 +175,15 @@ func (c *conn) store(r *storeReq) storeResult {
 	now := nowMs()
 	e, ok := sh.Lookup(db, h, r.key, now)
 	isStr := ok && e.Type() == shard.TypeString
+	stale := false
 	if r.mode == modeCAS || r.cas != 0 {
 		if !ok {
 			c.s.stats.casMisses.Add(1)
 			return notFound
 		}
-		if cas := peekCAS(&e); !isStr || cas == 0 || cas != r.cas {
+		cas := peekCAS(&e)
+		stale = r.invalidate && isStr && r.cas < cas
+		if !isStr || cas == 0 || (cas != r.cas && !stale) {
 			c.s.stats.casBadval.Add(1)
 			return exists
 		}
@@ -190,7 +218,8 @@ func (c *conn) store(r *storeReq) storeResult {
 		r.outCAS = 0
 		return stored
 	}
-	ne := c.put(sh, h, r.key, val, flags, exp, r.newCAS)
+	ne := c.putItem(sh, h, r.key, shard.Value{Str: val, ExpireAt: exp, MCFlags: flags, MCCAS: r.newCAS,
+		MCStale: stale, MCWon: stale && e.MCWon()})
 	r.outCAS, r.outExp, r.outFlag = ne.MCCAS(), ne.ExpireAt(), ne.MCFlags()
 	c.s.stats.totalItems.Add(1)
 	return stored

@@ -13,20 +13,21 @@ import (
 
 // metaOpts are a meta command's parsed flags.
 type metaOpts struct {
-	seen   uint64 // bit per flag letter
-	ret    []byte // return-flag letters in request order
-	opaque []byte // O token (owned copy)
-	q      bool
-	mode   byte
-	casCmp uint64 // C
-	casNew uint64 // E
-	flags  uint32 // F
-	ttl    int64  // T (seconds)
-	viv    int64  // N (seconds)
-	init   uint64 // J
-	delta  uint64 // D
-	hasTTL bool
-	hasViv bool
+	seen    uint64 // bit per flag letter
+	ret     []byte // return-flag letters in request order
+	opaque  []byte // O token (owned copy)
+	q       bool
+	mode    byte
+	casCmp  uint64 // C
+	casNew  uint64 // E
+	flags   uint32 // F
+	ttl     int64  // T (seconds)
+	viv     int64  // N (seconds)
+	init    uint64 // J
+	delta   uint64 // D
+	recache int64  // R (seconds)
+	hasTTL  bool
+	hasViv  bool
 }
 
 func (o *metaOpts) has(ch byte) bool { return o.seen&flagBit(ch) != 0 }
@@ -43,11 +44,11 @@ func flagBit(ch byte) uint64 {
 
 // Flags each command accepts, and which of them are echoed back.
 const (
-	mgFlags = "bcfkOqstuvT"
+	mgFlags = "bcfhklNOqRstuvT"
 	msFlags = "bcCEFIkOqsSTM"
-	mdFlags = "bCEIkOqTx"
+	mdFlags = "bCEIkOqT"
 	maFlags = "bCENJDTMqOktcv"
-	retFlag = "bcfkOst"
+	retFlag = "bcfhklOst"
 )
 
 // parseMeta parses flag tokens; on error it returns memcached's message.
@@ -91,6 +92,8 @@ func parseMeta(toks [][]byte, allowed string, o *metaOpts, opaqueBuf []byte) str
 		case 'N':
 			o.viv, ok = parseExptime(arg)
 			o.hasViv = true
+		case 'R':
+			o.recache, ok = parseInt32(arg)
 		case 'J':
 			o.init, ok = parseUint64(arg)
 		case 'D':
@@ -142,6 +145,15 @@ func (c *conn) metaRet(o *metaOpts, key []byte, e *shard.Entry, cas uint64, now 
 		case 't':
 			c.out = append(c.out, " t"...)
 			c.out = strconv.AppendInt(c.out, ttlSeconds(e.ExpireAt(), now), 10)
+		case 'h':
+			if e.MCFetched() {
+				c.out = append(c.out, " h1"...)
+			} else {
+				c.out = append(c.out, " h0"...)
+			}
+		case 'l':
+			c.out = append(c.out, " l"...)
+			c.out = strconv.AppendInt(c.out, shard.IdleSeconds(e.Atime(), shard.LRUClock(now)), 10)
 		}
 	}
 }
@@ -159,6 +171,12 @@ func ttlSeconds(exp, now int64) int64 {
 // the key and parse the flags into o. It answers the error itself and
 // reports false when the command cannot go on.
 func (c *conn) metaStart(t [][]byte, allowed string, o *metaOpts) bool {
+	return c.metaStartWith(t, allowed, o, "")
+}
+
+// metaStartWith is metaStart answering flag errors with flagErr (md words
+// every flag error one way) unless it is empty.
+func (c *conn) metaStartWith(t [][]byte, allowed string, o *metaOpts, flagErr string) bool {
 	c.s.stats.metaCmds.Add(1)
 	if len(t) < 2 {
 		c.reply("ERROR\r\n")
@@ -169,6 +187,9 @@ func (c *conn) metaStart(t [][]byte, allowed string, o *metaOpts) bool {
 		return false
 	}
 	if msg := parseMeta(t[2:], allowed, o, nil); msg != "" {
+		if flagErr != "" && (msg == "CLIENT_ERROR invalid flag" || msg == "CLIENT_ERROR duplicate flag") {
+			msg = flagErr
+		}
 		c.metaErr(msg)
 		return false
 	}
@@ -181,6 +202,12 @@ func (c *conn) metaErr(msg string) {
 }
 
 // mg <key> <flag>*
+//
+// Recache coordination (memcached's anti-stampede): on a miss with N the
+// item is created empty and the client wins the right to fill it (W); a
+// client also wins when the item is stale (X, after md I or ms I) or its TTL
+// is below R's. Only one client wins until the item is written again: the
+// others see Z.
 func (c *conn) cmdMetaGet(t [][]byte) {
 	var o metaOpts
 	if !c.metaStart(t, mgFlags, &o) {
@@ -192,15 +219,23 @@ func (c *conn) cmdMetaGet(t [][]byte) {
 	now := nowMs()
 	c.s.stats.cmdGet.Add(1)
 	e, ok := lookup(sh, h, key, now)
+	win := false
 	if !ok {
 		c.s.stats.getMisses.Add(1)
-		if !o.q {
-			c.out = append(c.out, "EN"...)
-			c.out = append(c.out, "\r\n"...)
+		exp := exptimeToDeadline(o.viv, now)
+		if !o.hasViv || exp == expNow {
+			if !o.q {
+				c.out = append(c.out, "EN"...)
+				c.out = append(c.out, "\r\n"...)
+			}
+			return
 		}
-		return
+		e = c.putItem(sh, h, key, shard.Value{ExpireAt: exp, MCWon: true})
+		c.s.stats.totalItems.Add(1)
+		win = true
+	} else {
+		c.s.stats.getHits.Add(1)
 	}
-	c.s.stats.getHits.Add(1)
 	if o.hasTTL {
 		c.s.stats.cmdTouch.Add(1)
 		c.s.stats.touchHits.Add(1)
@@ -210,6 +245,15 @@ func (c *conn) cmdMetaGet(t [][]byte) {
 			}
 			return
 		}
+	}
+	if !e.HasMeta() && (o.has('c') || o.has('h') || o.has('l') || o.has('R')) {
+		c.stampMeta(sh, h, &e)
+	}
+	wonBefore := e.MCWon() && !win
+	if !wonBefore && !win && (e.MCStale() ||
+		o.has('R') && e.ExpireAt() != 0 && ttlSeconds(e.ExpireAt(), now) < o.recache) {
+		win = true
+		sh.DB(db).NoteWin(&e)
 	}
 	var cas uint64
 	if o.has('c') {
@@ -222,10 +266,22 @@ func (c *conn) cmdMetaGet(t [][]byte) {
 		c.out = append(c.out, "HD"...)
 	}
 	c.metaRet(&o, key, &e, cas, now)
+	if wonBefore {
+		c.out = append(c.out, " Z"...)
+	}
+	if e.MCStale() {
+		c.out = append(c.out, " X"...)
+	}
+	if win {
+		c.out = append(c.out, " W"...)
+	}
 	c.out = append(c.out, "\r\n"...)
 	if o.has('v') {
 		c.out = append(c.out, e.Str()...)
 		c.out = append(c.out, "\r\n"...)
+	}
+	if !o.has('u') {
+		noteAccess(sh, &e)
 	}
 }
 
@@ -284,11 +340,8 @@ func (c *conn) cmdMetaSet(t [][]byte) {
 func (c *conn) completeMetaSet(data []byte) {
 	p := &c.pend
 	o := &p.opts
-	r := storeReq{mode: p.mode, key: p.key, val: data, flags: o.flags, exp: p.exp, cas: o.casCmp, newCAS: o.casNew}
-	if o.has('I') && o.casCmp != 0 {
-		// Invalidation mode: a stale write (lower CAS) is accepted too.
-		r.cas = 0
-	}
+	r := storeReq{mode: p.mode, key: p.key, val: data, flags: o.flags, exp: p.exp, cas: o.casCmp, newCAS: o.casNew,
+		invalidate: o.has('I')}
 	res := c.store(&r)
 	switch res {
 	case stored:
@@ -324,19 +377,34 @@ func (c *conn) completeMetaSet(data []byte) {
 // md <key> <flag>*
 func (c *conn) cmdMetaDelete(t [][]byte) {
 	var o metaOpts
-	if !c.metaStart(t, mdFlags, &o) {
+	if !c.metaStartWith(t, mdFlags, &o, "CLIENT_ERROR invalid or duplicate flag") {
 		return
 	}
 	key := t[1]
 	res := func() storeResult {
 		sh, h := c.lock(key)
 		defer sh.Unlock()
-		e, ok := lookup(sh, h, key, nowMs())
+		now := nowMs()
+		e, ok := lookup(sh, h, key, now)
 		if !ok {
 			return notFound
 		}
 		if o.casCmp != 0 && peekCAS(&e) != o.casCmp {
 			return exists
+		}
+		if o.has('I') {
+			// Invalidate: keep the item but mark it stale with a new CAS
+			// unique (or E's), and T's TTL; the next mg wins the recache.
+			exp := e.ExpireAt()
+			if o.hasTTL {
+				exp = exptimeToDeadline(o.ttl, now)
+			}
+			if exp != expNow {
+				c.scratch = append(c.scratch[:0], e.Str()...)
+				c.putItem(sh, h, key, shard.Value{Str: c.scratch, ExpireAt: exp, MCFlags: e.MCFlags(),
+					MCCAS: o.casNew, MCStale: true})
+				return stored
+			}
 		}
 		c.remove(sh, &e)
 		return stored

@@ -6,8 +6,10 @@
 // in database 0.
 //
 // Design and invariants:
-//   - One goroutine per connection reads what the client sent, executes
-//     every complete request in order and writes all replies with one write.
+//   - Connections are served by the RESP server's event loops (package
+//     netpoll; a goroutine per connection without them): each read of what
+//     the client sent executes every complete request in order, and all
+//     replies go out with one write.
 //     The input state machine (conn.go) is resumable: a storage command whose
 //     data block has not fully arrived waits for more input, and the input
 //     buffer grows at most to twice what was received, so a client that
@@ -27,6 +29,11 @@
 //     needed (gets, gats, mg c, ...) it is stamped with a fresh one from the
 //     counter. A RESP write therefore always yields a different CAS unique
 //     than the one a client saw before, which is what cas needs.
+//   - Items also carry their access state in the entry (shard.DB.NoteAccess,
+//     NoteWin): fetched since written, stale (md I, ms I) and "a recache win
+//     was handed out", besides the LRU clock every entry has (mg l). It is not part of the value:
+//     it changes in place without a write, and is neither saved nor
+//     replicated (a loaded or replicated item starts fresh).
 //   - Collections (lists, hashes...) are not memcached items: reads treat
 //     them as misses and set replaces them, as a Redis SET would.
 //   - Persistence keeps client flags: a snapshot writes an item's nonzero
@@ -59,6 +66,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/damselflydb/damselfly/netpoll"
 	"github.com/damselflydb/damselfly/shard"
 )
 
@@ -78,6 +86,10 @@ type Config struct {
 	// args are valid only during the call.
 	Journal func(db int, args [][]byte)
 	Logger  *slog.Logger
+	// Loops, when set, serve the connections (round robin); they are the
+	// RESP server's, and their owner stops them after Close. Without
+	// loops every connection has a goroutine of its own.
+	Loops []*netpoll.Loop
 }
 
 type stats struct {
@@ -116,6 +128,7 @@ type Server struct {
 	conns     map[*conn]struct{}
 	closed    bool
 	flushT    *time.Timer // pending delayed flush_all
+	nextLoop  int
 	wg        sync.WaitGroup
 }
 
@@ -179,9 +192,25 @@ func (s *Server) acceptLoop(ln net.Listener) {
 			return
 		}
 		s.conns[c] = struct{}{}
+		var loop *netpoll.Loop
+		if len(s.cfg.Loops) > 0 {
+			loop = s.cfg.Loops[s.nextLoop%len(s.cfg.Loops)]
+			s.nextLoop++
+		}
 		s.mu.Unlock()
 		s.stats.currConns.Add(1)
 		s.stats.totalConns.Add(1)
+		if tc, ok := nc.(*net.TCPConn); ok && loop != nil {
+			err := loop.Adopt(tc, c, func(fd int) {
+				c.mu.Lock()
+				c.nc, c.loop, c.fd = nil, loop, fd
+				c.mu.Unlock()
+			})
+			if err == nil {
+				continue
+			}
+			s.log.Warn("memcached: serving the connection on a goroutine", "err", err)
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -197,21 +226,32 @@ func (s *Server) dropConn(c *conn) {
 	s.stats.currConns.Add(-1)
 }
 
-// Close stops listening, disconnects every client and waits for their
-// goroutines.
+// Close stops listening, disconnects every client and waits for the
+// goroutines that serve clients (loops close theirs asynchronously).
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	for _, ln := range s.listeners {
 		ln.Close()
 	}
+	conns := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
-		c.nc.Close()
+		conns = append(conns, c)
 	}
 	if s.flushT != nil {
 		s.flushT.Stop()
 	}
 	s.mu.Unlock()
+	for _, c := range conns {
+		c.mu.Lock()
+		nc, loop, fd := c.nc, c.loop, c.fd
+		c.mu.Unlock()
+		if nc != nil {
+			nc.Close()
+		} else if loop != nil {
+			loop.RequestClose(fd, c)
+		}
+	}
 	s.wg.Wait()
 	return nil
 }

@@ -24,6 +24,11 @@
 //     diskless (EOF-marked) transfer the buffered stream starts after the
 //     replica's first REPLCONF ACK, as Redis does, because a Redis replica
 //     detects the end mark in whatever it read last.
+//   - A diskless full sync never makes the primary wait for the replica's
+//     network: the snapshot writes into a spool (8 MiB in memory, the rest in
+//     an unlinked temporary file) that a goroutine sends in order. Otherwise
+//     a slow replica would fill the snapshot's bounded queue and the
+//     pre-change hooks, waiting under a shard lock, would stall writers.
 //   - Partial sync (+CONTINUE) is served from the backlog when the replica's
 //     replid is ours (or our previous one up to second_repl_offset) and its
 //     offset is still held.

@@ -247,6 +247,10 @@ func (n *Node) tryPartial(r *replicaConn, p Peer, replid string, offset int64) b
 	return true
 }
 
+// spoolMemory is how much of a diskless full sync waits in memory for a
+// slow replica before the rest waits in a temporary file (spool).
+const spoolMemory = 8 << 20
+
 // cutWriter holds the snapshot's bytes until the cut has been taken (the
 // header may be written before it), then emits the sync preamble first.
 type cutWriter struct {
@@ -335,7 +339,8 @@ func (n *Node) fullSync(ctx context.Context, r *replicaConn, p Peer, psync bool)
 	bw := bufio.NewWriterSize(p.Conn, 64<<10)
 	if p.CapaEOF && psync {
 		mark := newReplID()
-		cw := &cutWriter{w: bw}
+		sp := newSpool(bw, spoolMemory, "")
+		cw := &cutWriter{w: sp}
 		var err error
 		keys, err = n.cfg.Snapshot(ctx, cw, func() {
 			onCut()
@@ -346,9 +351,13 @@ func (n *Node) fullSync(ctx context.Context, r *replicaConn, p Peer, psync bool)
 			err = cw.flush()
 		}
 		if err == nil {
-			_, err = bw.WriteString(mark)
+			_, err = sp.Write([]byte(mark))
 		}
-		if err == nil {
+		if err != nil {
+			sp.Discard()
+			return err
+		}
+		if err = sp.Close(); err == nil {
 			err = bw.Flush()
 		}
 		if err != nil {

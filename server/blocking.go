@@ -365,7 +365,7 @@ func (c *Client) stopWatch(w *connWatch) {
 		// not overwrite.
 		buf := make([]byte, c.w+len(w.data)+readBufSize)
 		copy(buf, c.in[:c.w])
-		c.in = buf
+		c.setIn(buf)
 	}
 	c.w += copy(c.in[c.w:], w.data)
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/damselflydb/damselfly/netpoll"
 )
 
 const (
@@ -44,14 +46,13 @@ type Client struct {
 	// whichever owns the connection.
 	connMu sync.Mutex
 	nc     net.Conn
-	loop   *eventLoop
+	loop   *netpoll.Loop
 	fd     int
 	// detach is set by execute when a loop-owned client must continue on
 	// its own goroutine before running the command at in[r:]; outPos is
 	// how much of out a loop has written so far.
-	detach  bool
-	outPos  int
-	waitOut bool // the loop waits for EPOLLOUT to write out[outPos:]
+	detach bool
+	outPos int
 
 	in   []byte // input buffer; unconsumed bytes are in[r:w]
 	r, w int
@@ -74,6 +75,8 @@ type Client struct {
 	isUnix   bool
 
 	lower [32]byte // scratch for lower-casing command names
+
+	view clientView // what CLIENT LIST shows of the session
 
 	dirtyMark uint64   // shard change counter(s) when the command locked them
 	propagate [][]byte // how the running command is replicated (nil: not at all)
@@ -126,6 +129,9 @@ func (s *Server) newClient(nc net.Conn) *Client {
 	c.p.authed = c.authed
 	c.p.maxBulk = int(s.cfg.protoMaxBulkLen.Load())
 	c.lastSeen.Store(time.Now().UnixNano())
+	c.view.multi.Store(-1)
+	c.view.fd.Store(connFD(nc))
+	c.view.rbs.Store(int32(len(c.in)))
 	return c
 }
 
@@ -186,7 +192,7 @@ func (c *Client) serveFrom(resumed bool) {
 		if c.r == c.w {
 			c.r, c.w = 0, 0
 			if len(c.in) > 4*readBufSize {
-				c.in = make([]byte, readBufSize)
+				c.setIn(make([]byte, readBufSize))
 			}
 		}
 	}
@@ -209,7 +215,7 @@ func (c *Client) makeRoom() {
 	}
 	buf := make([]byte, size)
 	copy(buf, c.in[:c.w])
-	c.in = buf
+	c.setIn(buf)
 }
 
 // processInput executes every complete request in the input buffer.
@@ -347,12 +353,12 @@ func sanitize(b []byte, max int) string {
 // shutdown); the goroutine or loop serving it notices and cleans up.
 func (c *Client) closeConn() {
 	c.connMu.Lock()
-	nc, l := c.nc, c.loop
+	nc, l, fd := c.nc, c.loop, c.fd
 	c.connMu.Unlock()
 	if nc != nil {
 		_ = nc.Close()
 	} else if l != nil {
-		l.requestClose(c)
+		l.RequestClose(fd, (*loopClient)(c))
 	}
 }
 
@@ -391,9 +397,12 @@ func (c *Client) info() string {
 	var sb strings.Builder
 	sb.WriteString("id=")
 	sb.WriteString(itoa(c.id))
-	sb.WriteString(" addr=" + c.addr + " laddr=" + c.laddr + " fd=0 name=" + name)
-	sb.WriteString(" age=" + itoa(age) + " idle=" + itoa(idle) + " flags=N db=" + itoa(int64(c.db)))
-	sb.WriteString(" sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=" + itoa(int64(len(c.in))))
+	sub := &c.sess.subs.kinds
+	sb.WriteString(" addr=" + c.addr + " laddr=" + c.laddr + " fd=" + itoa(int64(c.view.fd.Load())) + " name=" + name)
+	sb.WriteString(" age=" + itoa(age) + " idle=" + itoa(idle) + " flags=" + c.listFlags() + " db=" + itoa(int64(c.view.db.Load())))
+	sb.WriteString(" sub=" + itoa(int64(sub[kindChannel].Load())) + " psub=" + itoa(int64(sub[kindPattern].Load())) +
+		" ssub=" + itoa(int64(sub[kindShard].Load())) + " multi=" + itoa(int64(c.view.multi.Load())))
+	sb.WriteString(" qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=" + itoa(int64(c.view.rbs.Load())))
 	sb.WriteString(" rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=" + last + " user=default redir=-1 resp=" + itoa(int64(c.proto)))
 	return sb.String()
 }

@@ -164,13 +164,13 @@ func cmdSelect(c *Client, args [][]byte) {
 		c.err("ERR DB index is out of range")
 		return
 	}
-	c.db = int(n)
+	c.setDB(int(n))
 	c.ok()
 }
 
 func cmdReset(c *Client, args [][]byte) {
 	c.resetSession()
-	c.db = 0
+	c.setDB(0)
 	c.proto = 2
 	c.mu.Lock()
 	c.name = ""

@@ -11,7 +11,7 @@ func registerKeys(reg registrar) {
 	reg("del", -2, "write", 1, -1, 1, "generic", cmdDel)
 	reg("unlink", -2, "write|fast", 1, -1, 1, "generic", cmdDel)
 	reg("exists", -2, "readonly|fast", 1, -1, 1, "generic", cmdExists)
-	reg("touch", -2, "readonly|fast", 1, -1, 1, "generic", cmdExists)
+	reg("touch", -2, "readonly|fast", 1, -1, 1, "generic", cmdTouch)
 	reg("type", 2, "readonly|fast", 1, 1, 1, "generic", cmdType)
 	reg("rename", 3, "write", 1, 2, 1, "generic", func(c *Client, a [][]byte) { renameGeneric(c, a, false) })
 	reg("renamenx", 3, "write|fast", 1, 2, 1, "generic", func(c *Client, a [][]byte) { renameGeneric(c, a, true) })
@@ -47,15 +47,23 @@ func cmdDel(c *Client, args [][]byte) {
 	c.int(n)
 }
 
-func cmdExists(c *Client, args [][]byte) {
-	keys := args[1:]
+func cmdExists(c *Client, args [][]byte) { countKeys(c, args[1:], false) }
+
+// TOUCH is EXISTS that records an access to each key (OBJECT IDLETIME).
+func cmdTouch(c *Client, args [][]byte) { countKeys(c, args[1:], true) }
+
+func countKeys(c *Client, keys [][]byte, touch bool) {
 	set := c.lockKeys(keys)
 	defer c.unlock(set)
 	var n int64
 	t := now()
 	for _, k := range keys {
 		sh, h := c.srv.store.ShardOf(k)
-		if _, ok := sh.Lookup(c.db, h, k, t); ok {
+		lookup := sh.LookupNoTouch
+		if touch {
+			lookup = sh.Lookup
+		}
+		if _, ok := lookup(c.db, h, k, t); ok {
 			n++
 		}
 	}
@@ -65,7 +73,7 @@ func cmdExists(c *Client, args [][]byte) {
 func cmdType(c *Client, args [][]byte) {
 	sh, h := c.lockKey(args[1])
 	defer c.unlockKey(sh)
-	e, ok := sh.Lookup(c.db, h, args[1], now())
+	e, ok := sh.LookupNoTouch(c.db, h, args[1], now())
 	if !ok {
 		c.simple("none")
 		return
@@ -448,7 +456,7 @@ func ttlGeneric(c *Client, args [][]byte, unit int64, absolute bool) {
 	sh, h := c.lockKey(args[1])
 	defer c.unlockKey(sh)
 	t := now()
-	e, found := sh.Lookup(c.db, h, args[1], t)
+	e, found := sh.LookupNoTouch(c.db, h, args[1], t)
 	if !found {
 		c.int(-2)
 		return

@@ -178,7 +178,9 @@ func cmdObject(c *Client, args [][]byte) {
 	}
 	sh, h := c.lockKey(args[2])
 	defer c.unlockKey(sh)
-	e, ok := sh.Lookup(c.db, h, args[2], now())
+	t := now()
+	sh.Tick(t)
+	e, ok := sh.LookupNoTouch(c.db, h, args[2], t)
 	if !ok {
 		c.null()
 		return
@@ -189,7 +191,7 @@ func cmdObject(c *Client, args [][]byte) {
 	case "refcount":
 		c.int(1)
 	case "idletime":
-		c.int(0)
+		c.int(shard.IdleSeconds(e.Atime(), sh.Clock()))
 	case "freq":
 		c.err("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
 	default:

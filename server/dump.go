@@ -38,6 +38,7 @@ func cmdRestore(c *Client, args [][]byte) {
 	key := args[1]
 	replace, absTTL := false, false
 	idle, freq := false, false
+	var idleSecs int64
 	for j := 4; j < len(args); j++ {
 		more := len(args) - j - 1
 		switch {
@@ -55,7 +56,7 @@ func cmdRestore(c *Client, args [][]byte) {
 				c.err("ERR Invalid IDLETIME value, must be >= 0")
 				return
 			}
-			idle = true
+			idle, idleSecs = true, v
 			j++
 		case eq(args[j], "freq") && more >= 1 && !idle:
 			v, ok := parseInt(args[j+1])
@@ -118,7 +119,10 @@ func cmdRestore(c *Client, args [][]byte) {
 		return
 	}
 	v.ExpireAt = ttl
-	d.Put(h, key, v)
+	ne := d.Put(h, key, v)
+	if idle {
+		d.SetIdle(&ne, idleSecs)
+	}
 	c.srv.signalIfBlockable(c.db, key, v.Type) // a restored list may serve BLPOP
 	if ttl > 0 {
 		c.rewrite([]byte("RESTORE"), key, []byte(strconv.FormatInt(ttl, 10)), args[3], []byte("REPLACE"), []byte("ABSTTL"))

@@ -78,6 +78,7 @@ func (c *Client) intercept(cmd *command, args [][]byte) bool {
 	}
 	if c.sess.tx != nil && !txPass[cmd.name] {
 		c.sess.tx.queue = append(c.sess.tx.queue, queuedCmd{cmd: cmd, args: copyArgs(args)})
+		c.view.multi.Store(int32(len(c.sess.tx.queue)))
 		c.simple("QUEUED")
 		return true
 	}
@@ -115,7 +116,7 @@ func cmdMulti(c *Client, args [][]byte) {
 		c.err("ERR MULTI calls can not be nested")
 		return
 	}
-	c.sess.tx = &txState{}
+	c.setTx(&txState{})
 	c.ok()
 }
 
@@ -124,7 +125,7 @@ func cmdDiscard(c *Client, args [][]byte) {
 		c.err("ERR DISCARD without MULTI")
 		return
 	}
-	c.sess.tx = nil
+	c.setTx(nil)
 	c.unwatchAll()
 	c.ok()
 }
@@ -161,7 +162,7 @@ func (c *Client) unwatchAll() {
 // resetSession is RESET's (and disconnection's) part: discard the
 // transaction, forget watched keys, drop subscriptions.
 func (c *Client) resetSession() {
-	c.sess.tx = nil
+	c.setTx(nil)
 	c.unwatchAll()
 	c.unsubscribeAll()
 }
@@ -198,7 +199,7 @@ func cmdExec(c *Client, args [][]byte) {
 		c.err("ERR EXEC without MULTI")
 		return
 	}
-	c.sess.tx = nil
+	c.setTx(nil)
 	if tx.failed {
 		c.unwatchAll()
 		c.err("EXECABORT Transaction discarded because of previous errors.")

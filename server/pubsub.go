@@ -78,7 +78,8 @@ func newPubSubRegistry() *pubsubRegistry {
 // its goroutine only, under the registry lock when changed).
 type clientSubs struct {
 	names [3]map[string]struct{}
-	total atomic.Int32 // all kinds; read by CLIENT LIST
+	total atomic.Int32    // all kinds
+	kinds [3]atomic.Int32 // by kind; read by CLIENT LIST
 }
 
 func (cs *clientSubs) count(k subKind) int { return len(cs.names[k]) }
@@ -108,6 +109,7 @@ func (c *Client) subscribe(k subKind, names [][]byte) {
 		if _, ok := cs.names[k][name]; !ok {
 			cs.names[k][name] = struct{}{}
 			cs.total.Add(1)
+			cs.kinds[k].Add(1)
 			set := r.subs[k][name]
 			if set == nil {
 				set = map[*Client]struct{}{}
@@ -159,6 +161,7 @@ func (c *Client) unsubscribeLocked(k subKind, name string) {
 	if _, ok := cs.names[k][name]; ok {
 		delete(cs.names[k], name)
 		cs.total.Add(-1)
+		cs.kinds[k].Add(-1)
 		if set := r.subs[k][name]; set != nil {
 			delete(set, c)
 			if len(set) == 0 {
@@ -190,6 +193,7 @@ func (c *Client) unsubscribeAll() {
 			}
 		}
 		c.sess.subs.names[k] = nil
+		c.sess.subs.kinds[k].Store(0)
 	}
 	c.sess.subs.total.Store(0)
 	r.mu.Unlock()

@@ -19,6 +19,8 @@ import (
 func (s *Server) initReplication(cfg Config) {
 	s.master = &Client{srv: s, id: s.nextClientID.Add(1), p: newParser(), proto: 2, authed: true,
 		fromPrimary: true, created: time.Now(), addr: "primary", laddr: "primary"}
+	s.master.view.multi.Store(-1)
+	s.master.view.fd.Store(-1)
 	s.repl = replication.New(replication.Config{
 		Store:       s.store,
 		Log:         s.log,

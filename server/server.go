@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/damselflydb/damselfly/memcache"
+	"github.com/damselflydb/damselfly/netpoll"
 	"github.com/damselflydb/damselfly/replication"
 	"github.com/damselflydb/damselfly/shard"
 	"github.com/damselflydb/damselfly/shard/types"
@@ -108,8 +109,8 @@ type Server struct {
 	clientsMu    sync.Mutex
 	clients      map[int64]*Client
 	listeners    []net.Listener
-	loops        []*eventLoop // nil: goroutine per connection
-	nextLoop     int          // round-robin assignment (accept goroutines)
+	loops        []*netpoll.Loop // nil: goroutine per connection
+	nextLoop     int             // round-robin assignment (accept goroutines)
 	loopMu       sync.Mutex
 	mc           *memcache.Server
 	mcAddr       string
@@ -211,31 +212,27 @@ func (s *Server) Start(cfg Config) error {
 		}
 		s.listeners = append(s.listeners, uln)
 	}
+	if !cfg.GoroutinePerConn {
+		s.loops = s.startLoops()
+	}
 	if cfg.MemcachedPort != 0 {
 		port := cfg.MemcachedPort
 		if port < 0 {
 			port = 0
 		}
 		s.mc = memcache.New(s.store, memcache.Config{MaxItemSize: cfg.MaxItemSize, Logger: s.log,
-			Journal: s.commitMemcached})
+			Journal: s.commitMemcached, Loops: s.loops})
 		mln, err := s.mc.Listen(net.JoinHostPort(cfg.Bind, strconv.Itoa(port)))
 		if err != nil {
 			for _, l := range s.listeners {
 				l.Close()
 			}
+			for _, l := range s.loops {
+				l.Stop()
+			}
 			return fmt.Errorf("memcached port: %w", err)
 		}
 		s.mcAddr = mln.Addr().String()
-	}
-	if !cfg.GoroutinePerConn {
-		loops, err := s.startLoops()
-		if err != nil {
-			for _, l := range s.listeners {
-				l.Close()
-			}
-			return err
-		}
-		s.loops = loops
 	}
 	for _, l := range s.listeners {
 		s.wg.Add(1)
@@ -294,11 +291,7 @@ func (s *Server) acceptLoop(l net.Listener) {
 		s.clients[c.id] = c
 		s.clientsMu.Unlock()
 		if tc, ok := nc.(*net.TCPConn); ok && s.loops != nil {
-			s.loopMu.Lock()
-			l := s.loops[s.nextLoop%len(s.loops)]
-			s.nextLoop++
-			s.loopMu.Unlock()
-			if err := l.adopt(c, tc); err == nil {
+			if err := s.adopt(c, tc); err == nil {
 				continue
 			}
 			s.log.Warn("event loop: serving the connection on a goroutine", "client", c.id, "err", err)
@@ -382,7 +375,7 @@ func (s *Server) Close() error {
 	}
 	s.clientsMu.Unlock()
 	for _, l := range s.loops {
-		l.stop()
+		l.Stop()
 	}
 	s.repl.Close()
 	s.wg.Wait()

@@ -246,3 +246,117 @@ func TestMaxMemory(t *testing.T) {
 		t.Fatalf("SET without maxmemory: %q", got)
 	}
 }
+
+// TestClientListShowsSessions: CLIENT LIST reports each client's real fd,
+// database, subscriptions and MULTI state, read from another connection
+// while those clients are busy (run with -race).
+func TestClientListShowsSessions(t *testing.T) {
+	s := startServer(t)
+	ctx := context.Background()
+	admin := newClient(t, s)
+	sel := redis.NewClient(&redis.Options{Addr: s.Addr(), DB: 3})
+	defer sel.Close()
+	if err := sel.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	sub := admin.Subscribe(ctx, "a", "b")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	psub := admin.PSubscribe(ctx, "p*")
+	defer psub.Close()
+	if _, err := psub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tx := dialRaw(t, s)
+	tx.do("MULTI")
+	tx.do("SET", "k", "v")
+	tx.do("INCR", "n")
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // keep the selected client busy while listing
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				sel.Set(ctx, "x", "y", 0)
+			}
+		}
+	}()
+	var list string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var err error
+		if list, err = admin.ClientList(ctx).Result(); err == nil && strings.Contains(list, " multi=2 ") {
+			break
+		}
+	}
+	close(stop)
+	<-done
+	var sawDB3, sawSub, sawPsub, sawMulti bool
+	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
+		if strings.Contains(line, " fd=0 ") || strings.Contains(line, " fd=-1 ") {
+			t.Errorf("no real fd: %s", line)
+		}
+		sawDB3 = sawDB3 || strings.Contains(line, " db=3 ")
+		sawSub = sawSub || strings.Contains(line, " flags=P ") && strings.Contains(line, " sub=2 psub=0 ")
+		sawPsub = sawPsub || strings.Contains(line, " flags=P ") && strings.Contains(line, " sub=0 psub=1 ")
+		sawMulti = sawMulti || strings.Contains(line, " flags=x ") && strings.Contains(line, " multi=2 ")
+	}
+	if !sawDB3 || !sawSub || !sawPsub || !sawMulti {
+		t.Fatalf("db=3 %v, subscriber %v, pattern subscriber %v, MULTI %v in:\n%s", sawDB3, sawSub, sawPsub, sawMulti, list)
+	}
+}
+
+// TestIdleTime: OBJECT IDLETIME reports seconds since the last access
+// (RESTORE IDLETIME sets it); reads and TOUCH record an access, EXISTS,
+// TYPE, TTL and OBJECT do not. Run against redis-server too.
+func TestIdleTime(t *testing.T) {
+	run := func(t *testing.T, addr string) {
+		ctx := context.Background()
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		defer c.Close()
+		c.Set(ctx, "src", "v", 0)
+		payload, err := c.Dump(ctx, "src").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle := func() int64 {
+			t.Helper()
+			n, err := c.ObjectIdleTime(ctx, "k").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return int64(n.Seconds())
+		}
+		if err := c.Do(ctx, "RESTORE", "k", 0, payload, "REPLACE", "IDLETIME", 1000).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got := idle(); got < 1000 || got > 1002 {
+			t.Fatalf("after RESTORE IDLETIME 1000: %d", got)
+		}
+		c.Exists(ctx, "k")
+		c.Type(ctx, "k")
+		c.TTL(ctx, "k")
+		if got := idle(); got < 1000 {
+			t.Fatalf("EXISTS/TYPE/TTL recorded an access: idle %d", got)
+		}
+		c.Get(ctx, "k")
+		if got := idle(); got > 1 {
+			t.Fatalf("GET did not record an access: idle %d", got)
+		}
+		c.Do(ctx, "RESTORE", "k", 0, payload, "REPLACE", "IDLETIME", 500)
+		c.Touch(ctx, "k")
+		if got := idle(); got > 1 {
+			t.Fatalf("TOUCH did not record an access: idle %d", got)
+		}
+		if err := c.Do(ctx, "RESTORE", "k", 0, payload, "REPLACE", "IDLETIME", -1).Err(); err == nil ||
+			err.Error() != "ERR Invalid IDLETIME value, must be >= 0" {
+			t.Fatalf("negative IDLETIME: %v", err)
+		}
+	}
+	t.Run("damselfly", func(t *testing.T) { run(t, startServer(t).Addr()) })
+	t.Run("redis", func(t *testing.T) { run(t, startRedis(t)) })
+}

@@ -19,7 +19,7 @@ func (sh *Shard) Adopt(src *Shard) {
 			src.dbs[i] = nil
 		}
 		if nd != nil {
-			nd.dirty = &sh.dirty
+			nd.dirty, nd.clock, nd.watch = &sh.dirty, &sh.clock, &sh.watch
 			nd.main.SetVersion(sh.epoch)
 			nd.expires.SetVersion(sh.epoch)
 		}

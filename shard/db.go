@@ -19,14 +19,15 @@ type DB struct {
 	freeObjs []uint32
 	valBytes int64     // sum of key+value bytes, for MEMORY and INFO
 	dirty    *uint64   // the owning shard's change counter
+	clock    *uint32   // the owning shard's LRU clock (stamped on new entries)
 	idx      int       // the database number (changes with SWAPDB)
 	watch    *watchers // the owning shard's WATCH registry
 }
 
 // newDB makes an empty DB whose tables stamp changed buckets with version
 // (the shard's epoch), so a running snapshot skips every key created in it.
-func newDB(dirty *uint64, version uint64) *DB {
-	d := &DB{slab: slab.New(), dirty: dirty}
+func newDB(dirty *uint64, clock *uint32, version uint64) *DB {
+	d := &DB{slab: slab.New(), dirty: dirty, clock: clock}
 	d.main = dash.New(d, Hash)
 	d.expires = dash.New(d, Hash)
 	d.main.SetVersion(version)
@@ -61,6 +62,15 @@ func (e *Entry) Hash() uint64    { return e.h }
 func (e *Entry) MCFlags() uint32 { return e.hdr.mcFlags }
 func (e *Entry) MCCAS() uint64   { return e.hdr.mcCAS }
 func (e *Entry) HasMeta() bool   { return e.hdr.flags&flagMeta != 0 }
+
+// Atime is the LRU clock of the entry's last access (see LRUClock).
+func (e *Entry) Atime() uint32 { return e.hdr.atime }
+
+// MCFetched, MCStale and MCWon are a memcached item's access state (false
+// without meta).
+func (e *Entry) MCFetched() bool { return e.hdr.flags&flagFetched != 0 }
+func (e *Entry) MCStale() bool   { return e.hdr.flags&flagStale != 0 }
+func (e *Entry) MCWon() bool     { return e.hdr.flags&flagWon != 0 }
 func (e *Entry) Expired(now int64) bool {
 	return e.hdr.expireAt != 0 && e.hdr.expireAt <= now
 }
@@ -85,29 +95,26 @@ func (d *DB) Find(h uint64, key []byte) (Entry, bool) {
 
 // Value is what Put stores: a string or a collection object.
 type Value struct {
-	Type     Type
-	Str      []byte
-	Obj      any
-	ExpireAt int64 // unix ms; 0 = none
-	MCFlags  uint32
-	MCCAS    uint64
-	Meta     bool // store MCFlags/MCCAS (memcached items)
+	Type      Type
+	Str       []byte
+	Obj       any
+	ExpireAt  int64 // unix ms; 0 = none
+	MCFlags   uint32
+	MCCAS     uint64
+	Meta      bool // store the memcached fields below and above (memcached items)
+	MCFetched bool // read since written (NoteAccess sets it)
+	MCStale   bool // invalidated (md I)
+	MCWon     bool // a recache win was handed out
 }
 
 // Put stores v under key, replacing any previous value, and returns the new
 // entry. An existing chunk is overwritten in place when the new entry needs
 // the same size class.
 func (d *DB) Put(h uint64, key []byte, v Value) Entry {
-	flags := byte(v.Type)
+	flags := v.entryFlags()
 	vlen := len(v.Str)
 	if v.Type != TypeString {
 		vlen = 4
-	}
-	if v.ExpireAt != 0 {
-		flags |= flagExpire
-	}
-	if v.Meta {
-		flags |= flagMeta
 	}
 	size := encodedSize(flags, len(key), vlen)
 	*d.dirty++
@@ -139,13 +146,13 @@ func (d *DB) Put(h uint64, key []byte, v Value) Entry {
 		} else if flags&flagExpire != 0 {
 			d.touchExpire(h, key)
 		}
-		val := encode(oldMem, flags, key, vlen, v.ExpireAt, v.MCFlags, v.MCCAS)
+		val := encode(oldMem, flags, *d.clock, key, vlen, &v)
 		d.fillValue(val, v, oldObj)
 		d.slab.AdjustRequested(size - oldSize)
 		return Entry{db: d, pos: pos, ref: oldRef, h: h, hdr: decodeHeader(oldMem)}
 	}
 	ref, mem := d.slab.Alloc(size)
-	val := encode(mem, flags, key, vlen, v.ExpireAt, v.MCFlags, v.MCCAS)
+	val := encode(mem, flags, *d.clock, key, vlen, &v)
 	// Replace first: the pre-change hook must see the old value and object.
 	d.main.Replace(pos, ref)
 	d.fillValue(val, v, oldObj)
@@ -168,7 +175,7 @@ func (d *DB) Put(h uint64, key []byte, v Value) Entry {
 // insertNew stores key, known to be absent, with its encoded flags and sizes.
 func (d *DB) insertNew(h uint64, key []byte, v Value, flags byte, size, vlen int) Entry {
 	ref, mem := d.slab.Alloc(size)
-	val := encode(mem, flags, key, vlen, v.ExpireAt, v.MCFlags, v.MCCAS)
+	val := encode(mem, flags, *d.clock, key, vlen, &v)
 	d.fillValue(val, v, -1)
 	pos := d.main.Insert(h, ref)
 	if v.ExpireAt != 0 {
@@ -185,16 +192,10 @@ func (d *DB) Add(h uint64, key []byte, v Value) bool {
 	if _, found := d.main.Find(h, key); found {
 		return false
 	}
-	flags := byte(v.Type)
+	flags := v.entryFlags()
 	vlen := len(v.Str)
 	if v.Type != TypeString {
 		vlen = 4
-	}
-	if v.ExpireAt != 0 {
-		flags |= flagExpire
-	}
-	if v.Meta {
-		flags |= flagMeta
 	}
 	*d.dirty++
 	if d.watch != nil && len(d.watch.m) > 0 {
@@ -290,9 +291,48 @@ func (d *DB) Modify(e *Entry) {
 	d.main.Replace(e.pos, e.ref)
 }
 
+// Touch records an access to e now (its LRU clock), as Lookup does. The
+// access state is not part of the value: it changes in place, is not a
+// write (no dirty count, no snapshot hook) and is neither saved nor
+// replicated.
+func (d *DB) Touch(e *Entry) {
+	setAtime(d.slab.Bytes(e.ref), *d.clock)
+	e.hdr.atime = *d.clock
+}
+
+// SetIdle makes e look idle for the given seconds (RESTORE ... IDLETIME).
+func (d *DB) SetIdle(e *Entry, seconds int64) {
+	at := (int64(*d.clock) - seconds%LRUClockMax + LRUClockMax) % LRUClockMax
+	setAtime(d.slab.Bytes(e.ref), uint32(at))
+	e.hdr.atime = uint32(at)
+}
+
+// NoteAccess is Touch for a memcached read: a memcached item (e has meta)
+// is also marked fetched (mg h).
+func (d *DB) NoteAccess(e *Entry) {
+	d.Touch(e)
+	if e.HasMeta() {
+		mem := d.slab.Bytes(e.ref)
+		mem[0] |= flagFetched
+		e.hdr.flags = mem[0]
+	}
+}
+
+// NoteWin records that a client was handed the right to recache e (a
+// memcached item), in place like NoteAccess.
+func (d *DB) NoteWin(e *Entry) {
+	if !e.HasMeta() {
+		return
+	}
+	mem := d.slab.Bytes(e.ref)
+	mem[0] |= flagWon
+	e.hdr.flags = mem[0]
+}
+
 // SetExpireAt changes e's expiry (0 removes it) and returns the updated entry.
 func (d *DB) SetExpireAt(e *Entry, at int64) Entry {
-	v := Value{Type: e.Type(), ExpireAt: at, MCFlags: e.hdr.mcFlags, MCCAS: e.hdr.mcCAS, Meta: e.HasMeta()}
+	v := Value{Type: e.Type(), ExpireAt: at, MCFlags: e.hdr.mcFlags, MCCAS: e.hdr.mcCAS, Meta: e.HasMeta(),
+		MCFetched: e.MCFetched(), MCStale: e.MCStale(), MCWon: e.MCWon()}
 	key := append([]byte(nil), e.hdr.key...)
 	if v.Type == TypeString {
 		v.Str = append([]byte(nil), e.hdr.val...)

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"sync"
+	"time"
 )
 
 // Shard owns a slice of the keyspace (every key whose hash routes to it) in
@@ -19,6 +20,7 @@ type Shard struct {
 
 	expiredKeys int64  // stats: keys removed by expiry
 	dirty       uint64 // changes made through this shard; see Dirty
+	clock       uint32 // LRU clock as of the last Lookup or Tick (see LRUClock)
 
 	// replica: expired keys stay until the primary deletes them (see
 	// Store.SetReplica). primaryView: the lock holder applies the primary's
@@ -36,8 +38,15 @@ type Shard struct {
 func (sh *Shard) Dirty() uint64 { return sh.dirty }
 
 func newShard(id, dbnum int) *Shard {
-	return &Shard{id: id, dbs: make([]*DB, dbnum)}
+	return &Shard{id: id, dbs: make([]*DB, dbnum), clock: LRUClock(time.Now().UnixMilli())}
 }
+
+// Tick advances the shard's LRU clock to unix milliseconds now (the server
+// cron calls it; Lookup does too). Call it under the lock.
+func (sh *Shard) Tick(now int64) { sh.clock = LRUClock(now) }
+
+// Clock is the shard's LRU clock (under the lock).
+func (sh *Shard) Clock() uint32 { return sh.clock }
 
 // ID is the shard's index in its store.
 func (sh *Shard) ID() int { return sh.id }
@@ -49,7 +58,7 @@ func (sh *Shard) Unlock() { sh.mu.Unlock() }
 func (sh *Shard) DB(i int) *DB {
 	d := sh.dbs[i]
 	if d == nil {
-		d = newDB(&sh.dirty, sh.epoch)
+		d = newDB(&sh.dirty, &sh.clock, sh.epoch)
 		d.idx, d.watch = i, &sh.watch
 		sh.dbs[i] = d
 	}
@@ -71,6 +80,17 @@ func (sh *Shard) PeekDB(i int) *DB { return sh.dbs[i] }
 // expired key is reported live, as Redis's expireIfNeeded does for the
 // master client, so a DEL, INCR or APPEND from the primary acts on it.
 func (sh *Shard) Lookup(db int, h uint64, key []byte, now int64) (Entry, bool) {
+	e, ok := sh.LookupNoTouch(db, h, key, now)
+	if ok {
+		sh.clock = LRUClock(now)
+		e.db.Touch(&e)
+	}
+	return e, ok
+}
+
+// LookupNoTouch is Lookup without recording an access (EXISTS, TYPE, TTL,
+// OBJECT: Redis's LOOKUP_NOTOUCH).
+func (sh *Shard) LookupNoTouch(db int, h uint64, key []byte, now int64) (Entry, bool) {
 	d := sh.dbs[db]
 	if d == nil {
 		return Entry{}, false
@@ -152,6 +172,7 @@ func (sh *Shard) SwapDB(a, b int) {
 //
 // A replica's shard deletes nothing: its primary sends the DELs.
 func (sh *Shard) ExpireCycle(now int64, rnd uint64, limit int) (deleted, sampled int) {
+	sh.clock = LRUClock(now)
 	if sh.replica {
 		return 0, 0
 	}

@@ -1,0 +1,25 @@
+//go:build !linux
+
+package netpoll
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+)
+
+// Loop is Linux-only (epoll); elsewhere New fails and callers serve every
+// connection on a goroutine of its own.
+type Loop struct{}
+
+// ErrStopped is returned by Adopt once the loop is stopping.
+var ErrStopped = errors.New("netpoll: event loop stopped")
+
+var errUnsupported = errors.New("netpoll: no event loops on this platform")
+
+func New(*slog.Logger) (*Loop, error)                        { return nil, errUnsupported }
+func (l *Loop) Adopt(*net.TCPConn, Handler, func(int)) error { return errUnsupported }
+func (l *Loop) RequestClose(int, Handler)                    {}
+func (l *Loop) Stop()                                        {}
+func (l *Loop) Run()                                         {}
+func FileConn(int) (net.Conn, error)                         { return nil, errUnsupported }

@@ -1,0 +1,130 @@
+package server
+
+import (
+	"net"
+	"runtime"
+	"syscall"
+
+	"github.com/damselflydb/damselfly/netpoll"
+)
+
+// Clients are served by event loops (package netpoll), one per GOMAXPROCS,
+// shared with the memcached front end. A loop-owned client runs every
+// command on its loop's goroutine, except one that may block (mayBlock):
+// before running it the client is detached, and its own goroutine
+// (serveFrom) serves it from then on, with its buffered input, parser state
+// and unwritten replies.
+
+// startLoops starts one event loop per GOMAXPROCS. Without them (not
+// Linux, or epoll failed) it returns nil: every connection then gets a
+// goroutine of its own.
+func (s *Server) startLoops() []*netpoll.Loop {
+	n := runtime.GOMAXPROCS(0)
+	loops := make([]*netpoll.Loop, 0, n)
+	for range n {
+		l, err := netpoll.New(s.log)
+		if err != nil {
+			s.log.Warn("no event loops; serving each connection on a goroutine", "err", err)
+			for _, l := range loops {
+				l.Stop()
+			}
+			return nil
+		}
+		loops = append(loops, l)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			l.Run()
+		}()
+	}
+	return loops
+}
+
+// adopt hands a freshly accepted connection to a loop; on error the caller
+// still owns tc and serves c on a goroutine.
+func (s *Server) adopt(c *Client, tc *net.TCPConn) error {
+	s.loopMu.Lock()
+	l := s.loops[s.nextLoop%len(s.loops)]
+	s.nextLoop++
+	s.loopMu.Unlock()
+	return l.Adopt(tc, (*loopClient)(c), func(fd int) {
+		c.connMu.Lock()
+		c.nc, c.loop, c.fd = nil, l, fd
+		c.connMu.Unlock()
+		c.view.fd.Store(int32(fd))
+	})
+}
+
+// loopClient is a Client as a netpoll.Handler (the loop's callbacks are not
+// part of Client's own API).
+type loopClient Client
+
+func (lc *loopClient) Readable(fd int, now int64) netpoll.Action {
+	c := (*Client)(lc)
+	if c.w == len(c.in) {
+		c.makeRoom()
+	}
+	n, err := netpoll.Read(fd, c.in[c.w:])
+	if err == syscall.EAGAIN || err == syscall.EINTR {
+		return netpoll.Keep
+	}
+	eof := n <= 0
+	if n > 0 {
+		c.w += n
+	}
+	c.lastSeen.Store(now)
+	if perr := c.processInput(); perr != nil {
+		c.quit = true
+	}
+	if c.detach || c.handoff != nil {
+		return netpoll.Detach
+	}
+	if c.r == c.w {
+		c.r, c.w = 0, 0
+		if len(c.in) > 4*readBufSize {
+			c.setIn(make([]byte, readBufSize))
+		}
+	}
+	switch {
+	case eof:
+		return netpoll.CloseNow
+	case c.quit || c.closed.Load():
+		return netpoll.CloseAfterWrite
+	}
+	return netpoll.Keep
+}
+
+func (lc *loopClient) Output() []byte { return lc.out[lc.outPos:] }
+
+func (lc *loopClient) Wrote(n int) {
+	lc.outPos += n
+	if lc.outPos == len(lc.out) {
+		(*Client)(lc).resetOut()
+		lc.outPos = 0
+	}
+}
+
+func (lc *loopClient) Closed() {
+	c := (*Client)(lc)
+	c.connMu.Lock()
+	c.loop, c.fd = nil, -1
+	c.connMu.Unlock()
+	c.endSession()
+	c.srv.dropClient(c)
+}
+
+func (lc *loopClient) Detached(fd int) {
+	c := (*Client)(lc)
+	nc, err := netpoll.FileConn(fd)
+	if err != nil {
+		c.srv.log.Warn("event loop: cannot detach connection", "client", c.id, "err", err)
+		lc.Closed()
+		return
+	}
+	c.connMu.Lock()
+	c.nc, c.loop, c.fd = nc, nil, -1
+	c.connMu.Unlock()
+	c.view.fd.Store(connFD(nc))
+	c.detach = false
+	go c.serveFrom(true)
+}
