@@ -1,8 +1,10 @@
 // Package types implements the in-memory data structures behind Redis lists,
-// hashes, sets and sorted sets: pure data structures, with no locking and no
-// networking. Every collection starts in a compact encoding (one pointer-free
-// []byte, "listpack", or a sorted []int64, "intset") and converts once, never
-// back, to its big encoding when a Limits threshold is crossed, as Redis does.
+// hashes, sets, sorted sets and streams: pure data structures, with no
+// locking and no networking. Every collection but streams starts in a
+// compact encoding (one pointer-free []byte, "listpack", or a sorted []int64,
+// "intset") and converts once, never back, to its big encoding when a Limits
+// threshold is crossed, as Redis does. A stream is always nodes of Redis's
+// own listpack bytes (stream.go).
 //
 // Byte slices handed out by read methods (Get, Index, Range, Iterate callbacks,
 // Scan callbacks ...) are views into the collection's memory: they are valid
