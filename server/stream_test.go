@@ -284,3 +284,55 @@ func TestStreamSaveRestart(t *testing.T) {
 		t.Fatalf("after DEBUG RELOAD:\n got  %.1500s\n want %.1500s", got, want)
 	}
 }
+
+// TestStreamsRESP3AgainstRedis: the stream replies in RESP3 (maps for XINFO
+// and XREAD, nulls) are Redis's byte for byte.
+func TestStreamsRESP3AgainstRedis(t *testing.T) {
+	raddr := startRedis(t)
+	s := startServer(t)
+	cmds := [][]string{
+		{"XADD", "s", "1-1", "a", "1", "b", "2"},
+		{"XADD", "s", "2-1", "a", "3"},
+		{"XADD", "t", "1-1", "x", "y"},
+		{"XRANGE", "s", "-", "+"},
+		{"XRANGE", "s", "-", "+", "COUNT", "0"},
+		{"XREAD", "STREAMS", "s", "t", "0", "0"},
+		{"XREAD", "STREAMS", "s", "$"},
+		{"XREAD", "BLOCK", "10", "STREAMS", "s", "$"},
+		{"XINFO", "STREAM", "s"},
+		{"XINFO", "STREAM", "s", "FULL"},
+		{"XGROUP", "CREATE", "s", "g", "0"},
+		{"XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", "t", ">", ">"},
+		{"XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"},
+		{"XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "s", ">"},
+		{"XGROUP", "CREATE", "t", "g", "0"},
+		{"XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "s", "t", ">", ">"},
+		{"XINFO", "GROUPS", "s"},
+		{"XPENDING", "s", "g"},
+		{"XPENDING", "s", "nog"},
+		{"XCLAIM", "s", "g", "d", "0", "1-1", "JUSTID"},
+		{"XAUTOCLAIM", "s", "g", "e", "0", "0", "JUSTID"},
+		{"XDEL", "s", "1-1"},
+		{"XREADGROUP", "GROUP", "g", "e", "STREAMS", "s", "0"},
+		{"XINFO", "STREAM", "t"},
+	}
+	run := func(addr string) [][]string {
+		r := dialAddr(t, addr)
+		r.do("FLUSHALL")
+		r.reply()
+		r.do("HELLO", "3")
+		r.reply()
+		var out [][]string
+		for _, c := range cmds {
+			r.do(c...)
+			out = append(out, r.reply())
+		}
+		return out
+	}
+	want, got := run(raddr), run(s.Addr())
+	for i := range cmds {
+		if strings.Join(got[i], "\n") != strings.Join(want[i], "\n") {
+			t.Errorf("%v:\n got  %q\n want %q", cmds[i], got[i], want[i])
+		}
+	}
+}
