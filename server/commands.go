@@ -45,7 +45,9 @@ func commandTable() map[string]*command {
 		if mayBlockCommands[name] {
 			cmd.mayBlock = true
 		}
-		cmd.blockIf = blockIfCommands[name]
+		if cmd.blockIf = blockIfCommands[name]; cmd.blockIf != nil {
+			cmd.mayBlock = false // "blocking" in COMMAND INFO, detached only when needed
+		}
 		t[name] = cmd
 	}
 	registerConnection(reg)
