@@ -192,6 +192,8 @@ func limitParams(m map[string]configParam) {
 		{[]string{"zset-max-listpack-entries", "zset-max-ziplist-entries"}, func(l *types.Limits) *int { return &l.ZSetMaxListpackEntries }, false, 0, math.MaxInt64},
 		{[]string{"zset-max-listpack-value", "zset-max-ziplist-value"}, func(l *types.Limits) *int { return &l.ZSetMaxListpackValue }, true, 0, math.MaxInt64},
 		{[]string{"list-max-listpack-size", "list-max-ziplist-size"}, func(l *types.Limits) *int { return &l.ListMaxListpackSize }, false, math.MinInt32, math.MaxInt32},
+		{[]string{"stream-node-max-bytes"}, func(l *types.Limits) *int { return &l.StreamNodeMaxBytes }, true, 0, math.MaxInt64},
+		{[]string{"stream-node-max-entries"}, func(l *types.Limits) *int { return &l.StreamNodeMaxEntries }, false, 0, math.MaxInt64},
 	} {
 		p := p
 		param := configParam{

@@ -24,7 +24,7 @@ const loadBatch = 256
 // the values and inserts them under the shard lock, a batch at a time.
 // Load is meant for an empty store (start-up, DEBUG RELOAD, a replica's
 // full sync): on error every database of st is emptied. Keys that cannot
-// be represented (streams, hash fields with their own TTL, a database
+// be represented (hash fields with their own TTL, a database
 // index beyond st's) and duplicate keys are errors, so that a server never
 // starts with part of its dump and later saves over the rest.
 func Load(st *shard.Store, r io.Reader, name string) (Stats, error) {
@@ -91,10 +91,7 @@ func Load(st *shard.Store, r io.Reader, name string) (Stats, error) {
 		if e.Expired(nowMs) {
 			return nil
 		}
-		switch {
-		case e.Type == rdb.Stream:
-			return fmt.Errorf("%s: key %q (DB %d) is a stream, which Damselfly does not support", name, e.Key, e.DB)
-		case e.HashFieldExpireAtMs != nil:
+		if e.HashFieldExpireAtMs != nil {
 			return fmt.Errorf("%s: key %q (DB %d) is a hash with per-field TTLs, which Damselfly does not support", name, e.Key, e.DB)
 		}
 		_, h := st.ShardOf(e.Key)

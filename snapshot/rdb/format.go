@@ -8,7 +8,8 @@
 // The reader (Load, Restore) frames every record itself (offsets, lengths,
 // checksum, limits on allocations) and hands the validated record bytes to
 // github.com/hdt3213/rdb's decoder, which decodes the values (ziplists,
-// listpacks, intsets, quicklists, streams, ...).
+// listpacks, intsets, quicklists, ...). Streams are parsed here instead and
+// their node listpacks passed on as they are (stream.go).
 package rdb
 
 import (
