@@ -138,7 +138,8 @@ func (c *conn) cmdStats(t [][]byte) {
 	stat("store_no_memory", st.storeNoMem.Load())
 	stat("bytes_read", st.bytesRead.Load())
 	stat("bytes_written", st.bytesWritten.Load())
-	stat("limit_maxbytes", 0)
+	stat("limit_maxbytes", callOr(s.cfg.MaxBytes))
+	stat("evictions", callOr(s.cfg.Evictions))
 	stat("threads", int64(runtime.GOMAXPROCS(0)))
 	stat("conn_yields", st.connYields.Load())
 	stat("bytes", bytes)
@@ -165,4 +166,12 @@ func (s *Server) resetStats() {
 		&st.getFlushed, &st.storeTooLarge, &st.storeNoMem} {
 		v.Store(0)
 	}
+}
+
+// callOr is f() or 0 without f.
+func callOr(f func() int64) int64 {
+	if f == nil {
+		return 0
+	}
+	return f()
 }

@@ -89,6 +89,8 @@ func (c *conn) complete(data []byte) {
 		c.reply("EXISTS\r\n")
 	case notFound:
 		c.reply("NOT_FOUND\r\n")
+	case noMemory:
+		c.reply(outOfMemory)
 	}
 }
 
@@ -271,6 +273,8 @@ func (c *conn) cmdArith(t [][]byte, incr bool) {
 		c.replyUnless(nr, "NOT_FOUND\r\n")
 	case notStored:
 		c.replyUnless(nr, "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n")
+	case noMemory:
+		c.replyUnless(nr, outOfMemory)
 	default:
 		if !nr {
 			c.out = strconv.AppendUint(c.out, a.value, 10)
@@ -302,6 +306,9 @@ type arithReq struct {
 func (c *conn) arith(a *arithReq) storeResult {
 	sh, h := c.lock(a.key)
 	defer sh.Unlock()
+	if !c.admit(sh) {
+		return noMemory
+	}
 	e, ok := sh.Lookup(db, h, a.key, nowMs())
 	hit := func(ok bool) {
 		switch {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -269,5 +270,77 @@ func TestConcurrentCAS(t *testing.T) {
 	it, _ := c.Get("ctr")
 	if string(it.Value) != fmt.Sprint(workers*each) {
 		t.Fatalf("counter = %s", it.Value)
+	}
+}
+
+// expect reads len(want) reply lines and compares them.
+func (r *rawConn) expect(want ...string) {
+	r.t.Helper()
+	if got := r.lines(len(want)); strings.Join(got, "|") != strings.Join(want, "|") {
+		r.t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// TestMemoryLimit: past maxmemory a store gets memcached's out-of-memory
+// error under noeviction, and evicts (like memcached) under allkeys-lru.
+func TestMemoryLimit(t *testing.T) {
+	s := startDamselfly(t)
+	rc := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer rc.Close()
+	ctx := context.Background()
+	m := dial(t, s.MemcachedAddr())
+	m.send("set a 0 0 1\r\nx\r\n")
+	m.expect("STORED")
+	rc.ConfigSet(ctx, "maxmemory", "1")
+	time.Sleep(150 * time.Millisecond) // the cron measures used memory
+	m.send("set b 0 0 1\r\nx\r\n")
+	m.expect("SERVER_ERROR out of memory storing object")
+	m.send("incr a 1\r\n")
+	m.expect("SERVER_ERROR out of memory storing object")
+	m.send("get a\r\n")
+	m.expect("VALUE a 0 1", "x", "END")
+
+	rc.ConfigSet(ctx, "maxmemory", "0")
+	time.Sleep(150 * time.Millisecond)
+	info := rc.Info(ctx, "memory").Val()
+	var used int64
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			used, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	rc.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru")
+	rc.ConfigSet(ctx, "maxmemory", strconv.FormatInt(used+2<<20, 10))
+	val := strings.Repeat("v", 200)
+	for i := 0; i < 40000; i += 500 {
+		var b strings.Builder
+		for j := i; j < i+500; j++ {
+			fmt.Fprintf(&b, "set k%d 0 0 %d noreply\r\n%s\r\n", j, len(val), val)
+		}
+		b.WriteString("mn\r\n")
+		m.send(b.String())
+		m.expect("MN")
+	}
+	m.send("set last 0 0 1\r\nx\r\n")
+	m.expect("STORED")
+	m.send("stats\r\n")
+	var evictions, noMem string
+	for {
+		line := m.lines(1)[0]
+		if line == "END" {
+			break
+		}
+		if v, ok := strings.CutPrefix(line, "STAT evictions "); ok {
+			evictions = v
+		}
+		if v, ok := strings.CutPrefix(line, "STAT store_no_memory "); ok {
+			noMem = v
+		}
+	}
+	if n, _ := strconv.Atoi(evictions); n < 1000 {
+		t.Fatalf("stats evictions %q after storing 8 MB past a 2 MB margin", evictions)
+	}
+	if noMem != "2" {
+		t.Fatalf("store_no_memory %q, want the 2 refusals under noeviction", noMem)
 	}
 }

@@ -148,7 +148,20 @@ const (
 	notStored
 	exists
 	notFound
+	noMemory // maxmemory reached and nothing (more) may be evicted
 )
+
+const outOfMemory = "SERVER_ERROR out of memory storing object\r\n"
+
+// admit asks the server (Config.Admit) whether a store may add to sh
+// (locked); on false it counts the refusal.
+func (c *conn) admit(sh *shard.Shard) bool {
+	if a := c.s.cfg.Admit; a != nil && !a(sh) {
+		c.s.stats.storeNoMem.Add(1)
+		return false
+	}
+	return true
+}
 
 // storeReq is one storage operation (classic commands and ms).
 type storeReq struct {
@@ -172,6 +185,9 @@ type storeReq struct {
 func (c *conn) store(r *storeReq) storeResult {
 	sh, h := c.lock(r.key)
 	defer sh.Unlock()
+	if !c.admit(sh) {
+		return noMemory
+	}
 	now := nowMs()
 	e, ok := sh.Lookup(db, h, r.key, now)
 	isStr := ok && e.Type() == shard.TypeString

@@ -230,6 +230,10 @@ func (c *conn) cmdMetaGet(t [][]byte) {
 			}
 			return
 		}
+		if !c.admit(sh) {
+			c.reply(outOfMemory)
+			return
+		}
 		e = c.putItem(sh, h, key, shard.Value{ExpireAt: exp, MCWon: true})
 		c.s.stats.totalItems.Add(1)
 		win = true
@@ -355,6 +359,9 @@ func (c *conn) completeMetaSet(data []byte) {
 		c.out = append(c.out, "EX"...)
 	case notFound:
 		c.out = append(c.out, "NF"...)
+	case noMemory:
+		c.reply(outOfMemory)
+		return
 	}
 	for _, ch := range o.ret {
 		switch ch {
@@ -466,6 +473,9 @@ func (c *conn) cmdMetaArith(t [][]byte) {
 		c.out = append(c.out, "NF"...)
 	case notStored:
 		c.reply("CLIENT_ERROR cannot increment or decrement non-numeric value\r\n")
+		return
+	case noMemory:
+		c.reply(outOfMemory)
 		return
 	case exists:
 		c.out = append(c.out, "EX"...)

@@ -86,6 +86,13 @@ type Config struct {
 	// args are valid only during the call.
 	Journal func(db int, args [][]byte)
 	Logger  *slog.Logger
+	// Admit, when set, is asked with a shard locked before a store adds to
+	// it; false refuses the store as out of memory (maxmemory; the server
+	// evicts from the shard first when its policy allows).
+	Admit func(sh *shard.Shard) bool
+	// MaxBytes and Evictions, when set, report the memory limit and the
+	// keys evicted so far (stats limit_maxbytes and evictions).
+	MaxBytes, Evictions func() int64
 	// Loops, when set, serve the connections (round robin); they are the
 	// RESP server's, and their owner stops them after Close. Without
 	// loops every connection has a goroutine of its own.

@@ -41,6 +41,7 @@ type replicaConn struct {
 	state   atomic.Value // string
 	ackOff  atomic.Int64
 	ackTime atomic.Int64 // unix seconds of the last ACK
+	acked   atomic.Bool  // a REPLCONF ACK arrived
 
 	mu        sync.Mutex
 	buf       []byte // stream bytes not yet handed to the socket
@@ -177,7 +178,12 @@ func (r *replicaConn) readLoop(pending []byte) {
 			}
 			r.ackOff.Store(off)
 			r.ackTime.Store(time.Now().Unix())
-			r.startStream()
+			r.acked.Store(true)
+			if r.online() {
+				// Never while the RDB is still being sent: the stream
+				// would interleave with it (see fullSync).
+				r.startStream()
+			}
 			r.n.mu.Lock()
 			r.n.notifyAckLocked()
 			r.n.mu.Unlock()
@@ -398,6 +404,9 @@ func (n *Node) fullSync(ctx context.Context, r *replicaConn, p Peer, psync bool)
 		r.startStream()
 	}
 	r.state.Store(stateOnline)
+	if r.acked.Load() { // the ACK came before we went online (readLoop)
+		r.startStream()
+	}
 	n.log.Info("full sync sent to replica", "replica", r.name(), "diskless", p.CapaEOF && psync,
 		"offset", cutOff, "keys", keys, "bytes", sent, "seconds", fmt.Sprintf("%.3f", time.Since(start).Seconds()))
 	return nil

@@ -13,7 +13,7 @@ import (
 )
 
 // Blocking commands (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN,
-// BZPOPMAX, BZMPOP).
+// BZPOPMAX, BZMPOP, XREAD and XREADGROUP with BLOCK).
 //
 // A blocking command first tries to serve itself like its non-blocking form,
 // under the locks of all its keys. When every key is empty it registers a
@@ -91,9 +91,31 @@ func (s *Server) signalReady(db int, key []byte) {
 // signalIfBlockable is signalReady for a value of type t that was just
 // stored under key by a generic key command (RENAME, MOVE, COPY, RESTORE).
 func (s *Server) signalIfBlockable(db int, key []byte, t shard.Type) {
-	if t == shard.TypeList || t == shard.TypeZSet {
+	switch t {
+	case shard.TypeList, shard.TypeZSet:
 		s.signalReady(db, key)
+	case shard.TypeStream:
+		s.signalStream(db, key)
 	}
+}
+
+// signalStream wakes every waiter on key (XREAD and XREADGROUP): new
+// entries are for all readers, unlike a popped element. A waiter that
+// finds nothing for itself re-arms. The caller holds key's shard lock.
+func (s *Server) signalStream(db int, key []byte) {
+	r := &s.blocking
+	if r.n.Load() == 0 {
+		return
+	}
+	r.mu.Lock()
+	for _, w := range r.keys[blockKey{db, string(key)}] {
+		w.signaled = true
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+	r.mu.Unlock()
 }
 
 func (r *blockRegistry) register(w *waiter) {

@@ -80,6 +80,13 @@ type Client struct {
 
 	dirtyMark uint64   // shard change counter(s) when the command locked them
 	propagate [][]byte // how the running command is replicated (nil: not at all)
+	// propagateMany, when set, replaces propagate by several commands,
+	// replicated inside MULTI/EXEC (rewriteMany); commitWrite clears it.
+	propagateMany [][][]byte
+	// rwArgs and rwID are reusable storage for a rewritten replication form
+	// (XADD's concrete ID); valid until the command's next call.
+	rwArgs [][]byte
+	rwID   []byte
 
 	sess session // Pub/Sub, MULTI/EXEC, WATCH and script state (multi.go)
 	// Replication (see replication.go). fromPrimary marks the internal
@@ -266,8 +273,8 @@ func (c *Client) execute(args [][]byte) {
 		c.err(misconfErr)
 		return
 	}
-	if cmd.denyOOM && !c.fromPrimary {
-		if max := c.srv.cfg.maxMemory.Load(); max > 0 && c.srv.usedMem.Load() > max {
+	if cmd.denyOOM && !c.fromPrimary && c.srv.cfg.maxMemory.Load() > 0 {
+		if !c.admitCommand(cmd, args) {
 			c.err("OOM command not allowed when used memory > 'maxmemory'.")
 			c.txFlag()
 			return
@@ -276,7 +283,7 @@ func (c *Client) execute(args [][]byte) {
 	if c.intercept(cmd, args) { // MULTI queuing, Pub/Sub context
 		return
 	}
-	if c.loop != nil && c.mayBlock(cmd) {
+	if c.loop != nil && c.mayBlock(cmd, args) {
 		c.detach = true
 		return
 	}
@@ -294,7 +301,7 @@ func (c *Client) execute(args [][]byte) {
 	}()
 	c.propagate = args
 	cmd.fn(c, args)
-	c.propagate = nil
+	c.propagate, c.propagateMany = nil, nil
 }
 
 // lowerName lower-cases a command name without allocating for short names.
@@ -361,8 +368,8 @@ func (c *Client) closeConn() {
 // PSYNC/SYNC (handoff), scripts (SCRIPT KILL must reach a busy one), and
 // the slow admin commands DEBUG and SAVE. EXEC qualifies when it would run
 // one of them.
-func (c *Client) mayBlock(cmd *command) bool {
-	if cmd.mayBlock {
+func (c *Client) mayBlock(cmd *command, args [][]byte) bool {
+	if cmd.mayBlock || cmd.blockIf != nil && cmd.blockIf(args) {
 		return true
 	}
 	if cmd.name == "exec" && c.sess.tx != nil {

@@ -48,7 +48,9 @@ func configParams() map[string]configParam {
 				}
 				s.cfg.maxMemory.Store(n)
 				if n > 0 {
-					s.usedMem.Store(s.usedMemory(nil))
+					heap, dataset := s.memoryParts(nil)
+					s.usedMem.Store(heap + dataset)
+					s.updateBudget(heap+dataset, dataset)
 				}
 				return nil
 			},
@@ -143,8 +145,28 @@ func configParams() map[string]configParam {
 		},
 		"client-output-buffer-limit": outLimitParam(),
 		"appendonly":                 {get: func(s *Server) string { return "no" }},
-		"maxmemory-policy":           {get: func(s *Server) string { return "noeviction" }},
-		"timeout":                    {get: func(s *Server) string { return "0" }},
+		"maxmemory-policy": {
+			get: func(s *Server) string { return evictionPolicy(s.evict.policy.Load()).String() },
+			set: func(s *Server, v string) error {
+				p, err := parsePolicy(v)
+				if err == nil {
+					s.evict.policy.Store(int32(p))
+				}
+				return err
+			},
+		},
+		"maxmemory-samples": {
+			get: func(s *Server) string { return strconv.Itoa(int(s.evict.samples.Load())) },
+			set: func(s *Server, v string) error {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 || n > 64 {
+					return errors.New("argument must be between 1 and 64 inclusive")
+				}
+				s.evict.samples.Store(int32(n))
+				return nil
+			},
+		},
+		"timeout": {get: func(s *Server) string { return "0" }},
 	}
 	limitParams(m)
 	return m
@@ -170,6 +192,8 @@ func limitParams(m map[string]configParam) {
 		{[]string{"zset-max-listpack-entries", "zset-max-ziplist-entries"}, func(l *types.Limits) *int { return &l.ZSetMaxListpackEntries }, false, 0, math.MaxInt64},
 		{[]string{"zset-max-listpack-value", "zset-max-ziplist-value"}, func(l *types.Limits) *int { return &l.ZSetMaxListpackValue }, true, 0, math.MaxInt64},
 		{[]string{"list-max-listpack-size", "list-max-ziplist-size"}, func(l *types.Limits) *int { return &l.ListMaxListpackSize }, false, math.MinInt32, math.MaxInt32},
+		{[]string{"stream-node-max-bytes"}, func(l *types.Limits) *int { return &l.StreamNodeMaxBytes }, true, 0, math.MaxInt64},
+		{[]string{"stream-node-max-entries"}, func(l *types.Limits) *int { return &l.StreamNodeMaxEntries }, false, 0, math.MaxInt64},
 	} {
 		p := p
 		param := configParam{

@@ -522,7 +522,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		max := s.cfg.maxMemory.Load()
 		field("maxmemory", max)
 		field("maxmemory_human", humanBytes(max))
-		field("maxmemory_policy", "noeviction")
+		field("maxmemory_policy", evictionPolicy(s.evict.policy.Load()).String())
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		field("go_heap_alloc", ms.HeapAlloc)
@@ -545,7 +545,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 			c.unlockShard(sh)
 		}
 		field("expired_keys", expired)
-		field("evicted_keys", 0)
+		field("evicted_keys", s.evict.evicted.Load())
 		full, pok, perr := s.repl.SyncStats()
 		field("sync_full", full)
 		field("sync_partial_ok", pok)
@@ -590,9 +590,15 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 // usedMemory is what INFO reports as used_memory: Go heap in use plus the
 // slab memory of every shard.
 func (s *Server) usedMemory(c *Client) int64 {
+	heap, dataset := s.memoryParts(c)
+	return heap + dataset
+}
+
+// memoryParts is used_memory in two parts: the Go heap and the datasets.
+func (s *Server) memoryParts(c *Client) (heap, dataset int64) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc) + s.datasetMemory(c)
+	return int64(ms.HeapAlloc), s.datasetMemory(c)
 }
 
 func (s *Server) datasetMemory(c *Client) int64 {

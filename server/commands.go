@@ -15,10 +15,13 @@ type command struct {
 	noAuth   bool // allowed before AUTH
 	write    bool
 	mayBlock bool // never run on an event loop (Client.mayBlock)
-	denyOOM  bool // refused while used memory is over maxmemory
-	fn       func(c *Client, args [][]byte)
-	group    string
-	summary  string
+	// blockIf, when set, tells from the arguments whether this call may
+	// block (XREAD and XREADGROUP only with BLOCK); mayBlock wins.
+	blockIf func(args [][]byte) bool
+	denyOOM bool // refused while used memory is over maxmemory
+	fn      func(c *Client, args [][]byte)
+	group   string
+	summary string
 }
 
 // spec: "name arity flags first last step group"; flags are '|'-separated.
@@ -42,6 +45,9 @@ func commandTable() map[string]*command {
 		if mayBlockCommands[name] {
 			cmd.mayBlock = true
 		}
+		if cmd.blockIf = blockIfCommands[name]; cmd.blockIf != nil {
+			cmd.mayBlock = false // "blocking" in COMMAND INFO, detached only when needed
+		}
 		t[name] = cmd
 	}
 	registerConnection(reg)
@@ -58,6 +64,7 @@ func commandTable() map[string]*command {
 	registerHashes(reg)
 	registerSets(reg)
 	registerZSets(reg)
+	registerStreams(reg)
 	return t
 }
 
@@ -67,6 +74,11 @@ type registrar = func(name string, arity int, flags string, first, last, step in
 // may wait or take the connection over (see Client.mayBlock). A command that
 // starts queued output (startAsync, Pub/Sub) or sets Client.handoff must be
 // listed: those need the connection as a net.Conn.
+// blockIfCommands may block depending on their arguments.
+var blockIfCommands = map[string]func(args [][]byte) bool{
+	"xread": xreadBlocks, "xreadgroup": xreadBlocks,
+}
+
 var mayBlockCommands = map[string]bool{
 	"subscribe": true, "psubscribe": true, "ssubscribe": true,
 	"psync": true, "sync": true, "wait": true,

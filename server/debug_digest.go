@@ -42,7 +42,7 @@ func (d *digest) hex() string {
 
 // Redis object type numbers (server.h), which the digest includes.
 var redisTypeCode = map[shard.Type]uint32{
-	shard.TypeString: 0, shard.TypeList: 1, shard.TypeSet: 2, shard.TypeZSet: 3, shard.TypeHash: 4,
+	shard.TypeString: 0, shard.TypeList: 1, shard.TypeSet: 2, shard.TypeZSet: 3, shard.TypeHash: 4, shard.TypeStream: 6,
 }
 
 // formatScore prints a score as C's "%.17g".
@@ -84,6 +84,20 @@ func valueDigest(d *digest, e *shard.Entry) {
 			ed.mix(f)
 			ed.mix(v)
 			d.xor(ed[:])
+			return true
+		})
+	case shard.TypeStream:
+		// Entries in order: "ms.seq", then each field and value (groups
+		// are not part of Redis's digest).
+		var idb []byte
+		e.Obj().(*types.Stream).Range(types.StreamID{}, types.MaxStreamID, false, func(id types.StreamID, fv [][]byte) bool {
+			idb = strconv.AppendUint(idb[:0], id.Ms, 10)
+			idb = append(idb, '.')
+			idb = strconv.AppendUint(idb, id.Seq, 10)
+			d.mix(idb)
+			for _, b := range fv {
+				d.mix(b)
+			}
 			return true
 		})
 	}

@@ -45,3 +45,18 @@ func benchRequests(b *testing.B, cmd string, n int) {
 // Run with -benchmem: the request path should not allocate.
 func BenchmarkExecuteSet(b *testing.B) { benchRequests(b, "SET", 10000) }
 func BenchmarkExecuteGet(b *testing.B) { benchRequests(b, "GET", 10000) }
+
+// BenchmarkExecuteXAdd is XADD s * f 0123456789 into one growing stream.
+func BenchmarkExecuteXAdd(b *testing.B) {
+	c := benchClient(b)
+	req := []byte(encode("XADD", "s", "*", "f", "0123456789"))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c.r, c.w = 0, copy(c.in, req)
+		if err := c.processInput(); err != nil {
+			b.Fatal(err)
+		}
+		c.out = c.out[:0]
+	}
+}

@@ -112,6 +112,20 @@ func (s *Server) commitWrite(c *Client) {
 		// The primary's exact bytes join our own stream (chained replicas,
 		// promotion); see replication.Node.CommitFromPrimary.
 		s.repl.CommitFromPrimary()
+	case c.propagateMany != nil:
+		cmds := c.propagateMany
+		c.propagateMany = nil
+		if c.sess.capture {
+			for _, args := range cmds {
+				c.sess.captured = append(c.sess.captured, journalRec{db: c.db, args: copyArgs(args)})
+			}
+			return
+		}
+		s.journal(c.db, [][]byte{[]byte("MULTI")})
+		for _, args := range cmds {
+			s.journal(c.db, args)
+		}
+		c.woff = s.journal(c.db, [][]byte{[]byte("EXEC")})
 	case c.propagate == nil:
 	case c.sess.capture: // EXEC or a script: journaled at its end
 		c.captureWrite()

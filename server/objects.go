@@ -17,6 +17,8 @@ func cloneObject(o any) any {
 		return v.Clone()
 	case *types.ZSet:
 		return v.Clone()
+	case *types.Stream:
+		return v.Clone()
 	}
 	panic(fmt.Sprintf("cloneObject: value type %T cannot be copied", o))
 }

@@ -39,18 +39,21 @@ const Version = "7.0.15"
 
 // Config is the server's start-up configuration.
 type Config struct {
-	Port          int
-	Bind          string
-	RequirePass   string
-	MaxMemory     int64
-	Dir           string
-	DBFilename    string
-	Shards        int
-	DBNum         int
-	UnixSocket    string
-	ProtectedMode bool
-	Save          string
-	Logger        *slog.Logger
+	Port        int
+	Bind        string
+	RequirePass string
+	MaxMemory   int64
+	// MaxMemoryPolicy is what happens past MaxMemory (maxmemory-policy;
+	// "" = noeviction).
+	MaxMemoryPolicy string
+	Dir             string
+	DBFilename      string
+	Shards          int
+	DBNum           int
+	UnixSocket      string
+	ProtectedMode   bool
+	Save            string
+	Logger          *slog.Logger
 	// MemcachedPort, when non-zero, also serves the Memcached text protocol
 	// on Bind:MemcachedPort over database 0 (-1 picks a free port, for tests).
 	MemcachedPort int
@@ -121,6 +124,7 @@ type Server struct {
 	// usedMem is used_memory as of the last cron tick, kept only while
 	// maxmemory is set (reading it per command would stop the world).
 	usedMem atomic.Int64
+	evict   evictor // maxmemory-policy (evict.go)
 
 	// dirty counts committed writes (rdb_changes_since_last_save).
 	dirty atomic.Int64
@@ -173,6 +177,11 @@ func New(cfg Config) *Server {
 	s.cfg.dbfilename = cfg.DBFilename
 	s.cfg.save = cfg.Save
 	s.cfg.maxMemory.Store(cfg.MaxMemory)
+	if p, err := parsePolicy(cfg.MaxMemoryPolicy); err == nil {
+		s.evict.policy.Store(int32(p))
+	}
+	s.evict.samples.Store(5)
+	s.evict.pools = make([]evictPool, len(s.store.Shards()))
 	s.cfg.protoMaxBulkLen.Store(defaultMaxBulkBytes)
 	s.cfg.protectedMode.Store(cfg.ProtectedMode)
 	s.cfg.params = map[string]string{}
@@ -221,7 +230,8 @@ func (s *Server) Start(cfg Config) error {
 			port = 0
 		}
 		s.mc = memcache.New(s.store, memcache.Config{MaxItemSize: cfg.MaxItemSize, Logger: s.log,
-			Journal: s.commitMemcached, Loops: s.loops})
+			Journal: s.commitMemcached, Loops: s.loops, Admit: s.admitWrite,
+			MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load})
 		mln, err := s.mc.Listen(net.JoinHostPort(cfg.Bind, strconv.Itoa(port)))
 		if err != nil {
 			for _, l := range s.listeners {
@@ -336,7 +346,9 @@ func (s *Server) cron() {
 		}
 		s.saveCron()
 		if s.cfg.maxMemory.Load() > 0 {
-			s.usedMem.Store(s.usedMemory(nil))
+			heap, dataset := s.memoryParts(nil)
+			s.usedMem.Store(heap + dataset)
+			s.updateBudget(heap+dataset, dataset)
 		}
 		if s.repl.IsReplica() {
 			continue // a replica's keys expire when its primary says so (DEL)

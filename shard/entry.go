@@ -13,6 +13,7 @@ const (
 	TypeHash
 	TypeSet
 	TypeZSet
+	TypeStream
 )
 
 // String returns the name TYPE reports.
@@ -28,6 +29,8 @@ func (t Type) String() string {
 		return "set"
 	case TypeZSet:
 		return "zset"
+	case TypeStream:
+		return "stream"
 	}
 	return "none"
 }

@@ -65,6 +65,9 @@ func (sh *Shard) DB(i int) *DB {
 	return d
 }
 
+// DBCount is the number of databases.
+func (sh *Shard) DBCount() int { return len(sh.dbs) }
+
 // PeekDB returns database i or nil when it was never used.
 func (sh *Shard) PeekDB(i int) *DB { return sh.dbs[i] }
 

@@ -42,8 +42,38 @@ func canonEntry(e *shard.Entry) string {
 			fmt.Fprintf(&b, "%q=%s,", m, strconv.FormatFloat(sc, 'g', 17, 64))
 			return true
 		})
+	case shard.TypeStream:
+		canonStream(&b, e.Obj().(*types.Stream))
 	}
 	return b.String()
+}
+
+// canonStream renders a stream: metadata, entries in order, groups with
+// their PELs and consumers (the same text redisStream builds from XINFO
+// STREAM FULL).
+func canonStream(b *strings.Builder, s *types.Stream) {
+	fmt.Fprintf(b, "len=%d last=%s first=%s maxdel=%s added=%d entries=", s.Len(), s.LastID(), s.FirstID(), s.MaxDeletedID(), s.EntriesAdded())
+	s.Range(types.StreamID{}, types.MaxStreamID, false, func(id types.StreamID, fv [][]byte) bool {
+		fmt.Fprintf(b, "%s{", id)
+		for i := 0; i < len(fv); i += 2 {
+			fmt.Fprintf(b, "%q=%q,", fv[i], fv[i+1])
+		}
+		b.WriteString("}")
+		return true
+	})
+	s.Groups(func(g *types.StreamGroup) bool {
+		fmt.Fprintf(b, " group %q last=%s read=%d pel=", g.Name(), g.LastID, g.EntriesRead)
+		g.PendingAscend(types.StreamID{}, func(p *types.PendingEntry, c *types.StreamConsumer) bool {
+			fmt.Fprintf(b, "[%s %q %d %d]", p.ID, c.Name(), p.DeliveryCount, p.DeliveryTime)
+			return true
+		})
+		g.Consumers(func(c *types.StreamConsumer) bool {
+			fmt.Fprintf(b, " consumer %q seen=%d pel=", c.Name(), c.SeenTime)
+			c.Pending(types.StreamID{}, func(id types.StreamID) bool { fmt.Fprintf(b, "%s,", id); return true })
+			return true
+		})
+		return true
+	})
 }
 
 // contents returns "db key" -> canonical value of every live key at nowMs.
@@ -160,6 +190,9 @@ func fillAllTypes(st *shard.Store, futureMs int64) {
 		z.Add([]byte("-inf"), math.Inf(-1), 0, lim)
 		z.Add([]byte("pi"), math.Pi, 0, lim)
 		put(st, db, "z:special", shard.Value{Type: shard.TypeZSet, Obj: z})
+		for _, n := range []int{0, 1, 10, 1000} {
+			put(st, db, fmt.Sprint("x:", n), shard.Value{Type: shard.TypeStream, Obj: testStream(n, futureMs), ExpireAt: futureMs * int64(n%2)})
+		}
 	}
 	for i := 0; i < 5000; i++ {
 		put(st, 5, fmt.Sprint("k", i), shard.Value{Type: shard.TypeString, Str: []byte(fmt.Sprint("v", i))})
@@ -167,6 +200,53 @@ func fillAllTypes(st *shard.Store, futureMs int64) {
 	put(st, 15, "last", shard.Value{Type: shard.TypeString, Str: []byte("db15")})
 	// Expired keys are not saved.
 	put(st, 0, "s:expired", shard.Value{Type: shard.TypeString, Str: []byte("x"), ExpireAt: 1000})
+}
+
+// testStream builds a stream of n entries with varied fields (integers,
+// long values, repeated fields, changing field sets), deletions, and two
+// consumer groups with pending entries; nowMs stamps deliveries.
+func testStream(n int, nowMs int64) *types.Stream {
+	s := types.NewStream()
+	lim := &types.DefaultLimits
+	for i := 0; i < n; i++ {
+		id := types.StreamID{Ms: uint64(1000 + i/3), Seq: uint64(i % 3)}
+		var fv [][]byte
+		switch i % 4 {
+		case 0, 1:
+			fv = bss(2, func(j int) string { return []string{"temp", strconv.Itoa(i*37 - 500)}[j] })
+		case 2:
+			fv = bss(4, func(j int) string { return []string{"a", strings.Repeat("v", i%100), "a", "dup"}[j] })
+		case 3:
+			fv = bss(2, func(j int) string { return []string{"big", strings.Repeat("L", 70+i%5000)}[j] })
+		}
+		if err := s.Add(id, fv, lim); err != nil {
+			panic(err)
+		}
+	}
+	for i := 0; i < n; i += 7 {
+		s.Delete(types.StreamID{Ms: uint64(1000 + i/3), Seq: uint64(i % 3)})
+	}
+	if n == 0 {
+		return s
+	}
+	g := s.CreateGroup([]byte("g2"), s.LastID(), int64(s.EntriesAdded()))
+	g.CreateConsumer([]byte("idle"), nowMs-5000, nowMs-5000)
+	g = s.CreateGroup([]byte("g1"), types.StreamID{}, 0)
+	alice, _ := g.CreateConsumer([]byte("alice"), nowMs, nowMs)
+	bob, _ := g.CreateConsumer([]byte("bob"), nowMs-10, nowMs-10)
+	k := 0
+	s.Range(types.StreamID{}, types.MaxStreamID, false, func(id types.StreamID, _ [][]byte) bool {
+		c := alice
+		if k%3 == 0 {
+			c = bob
+		}
+		g.Deliver(c, id, nowMs-int64(k), false)
+		g.LastID = id
+		g.EntriesRead++
+		k++
+		return k < 50
+	})
+	return s
 }
 
 // save writes st to a buffer.

@@ -17,6 +17,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/damselflydb/damselfly/shard"
+	"github.com/damselflydb/damselfly/shard/types"
+	"github.com/damselflydb/damselfly/snapshot/rdb"
 )
 
 func needTools(t *testing.T, tools ...string) {
@@ -53,7 +55,7 @@ func startRedis(t *testing.T, dir string) *redis.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-	rc := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), PoolSize: 4})
+	rc := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), PoolSize: 4, Protocol: 2})
 	t.Cleanup(func() { rc.Close() })
 	ctx := context.Background()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(30 * time.Millisecond) {
@@ -117,6 +119,8 @@ func redisContents(t *testing.T, rc *redis.Client) map[string]string {
 				for _, z := range c.ZRangeWithScores(ctx, k, 0, -1).Val() {
 					fmt.Fprintf(&b, "%q=%s,", z.Member, strconv.FormatFloat(z.Score, 'g', 17, 64))
 				}
+			case "stream":
+				redisStream(t, &b, c, k)
 			default:
 				t.Fatalf("unexpected type %s of %s", typ, k)
 			}
@@ -125,6 +129,56 @@ func redisContents(t *testing.T, rc *redis.Client) map[string]string {
 		c.Close()
 	}
 	return out
+}
+
+// redisStream renders a stream of a redis-server like canonStream, from
+// XINFO STREAM FULL (raw replies: go-redis's maps lose field order).
+func redisStream(t *testing.T, b *strings.Builder, c *redis.Conn, k string) {
+	t.Helper()
+	ctx := context.Background()
+	raw, err := c.Do(ctx, "XINFO", "STREAM", k, "FULL", "COUNT", 0).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := func(x any) map[string]any {
+		l := x.([]any)
+		out := map[string]any{}
+		for i := 0; i+1 < len(l); i += 2 {
+			out[l[i].(string)] = l[i+1]
+		}
+		return out
+	}
+	info := m(raw)
+	fmt.Fprintf(b, "len=%d last=%s first=%s maxdel=%s added=%d entries=", info["length"], info["last-generated-id"],
+		info["recorded-first-entry-id"], info["max-deleted-entry-id"], info["entries-added"])
+	for _, e := range info["entries"].([]any) {
+		ent := e.([]any)
+		fmt.Fprintf(b, "%s{", ent[0])
+		fv := ent[1].([]any)
+		for i := 0; i < len(fv); i += 2 {
+			fmt.Fprintf(b, "%q=%q,", fv[i], fv[i+1])
+		}
+		b.WriteString("}")
+	}
+	for _, gx := range info["groups"].([]any) {
+		g := m(gx)
+		read := int64(-1)
+		if g["entries-read"] != nil {
+			read = g["entries-read"].(int64)
+		}
+		fmt.Fprintf(b, " group %q last=%s read=%d pel=", g["name"], g["last-delivered-id"], read)
+		for _, px := range g["pending"].([]any) {
+			p := px.([]any)
+			fmt.Fprintf(b, "[%s %q %d %d]", p[0], p[1], p[3], p[2])
+		}
+		for _, cx := range g["consumers"].([]any) {
+			cm := m(cx)
+			fmt.Fprintf(b, " consumer %q seen=%d pel=", cm["name"], cm["seen-time"])
+			for _, px := range cm["pending"].([]any) {
+				fmt.Fprintf(b, "%s,", px.([]any)[0])
+			}
+		}
+	}
 }
 
 // TestDumpLoadsInRedis: our dump passes redis-check-rdb and redis-server
@@ -203,20 +257,141 @@ func TestRedisDumpLoads(t *testing.T) {
 	compareContents(t, want, contents(st, time.Now().UnixMilli(), true))
 }
 
-// TestRedisStreamRefused: a Redis dump with a stream (which Damselfly cannot
-// hold) is refused with the key's name rather than loaded partially.
-func TestRedisStreamRefused(t *testing.T) {
+// TestRedisStreamLoads: the stream of the Redis 7.0 all-types dump (two
+// nodes' worth of entries with different field sets, a consumer group)
+// loads with its entries and metadata.
+func TestRedisStreamLoads(t *testing.T) {
 	f, err := os.Open("../testdata/redis-7.0-all-types.rdb")
 	if err != nil {
 		t.Skip(err)
 	}
 	defer f.Close()
 	st := shard.NewStore(2, 16)
-	_, err = Load(st, f, "redis-7.0-all-types.rdb")
-	if err == nil || !strings.Contains(err.Error(), "stream") || !strings.Contains(err.Error(), "redis-7.0-all-types.rdb") {
-		t.Fatalf("err = %v", err)
+	if _, err := Load(st, f, "redis-7.0-all-types.rdb"); err != nil {
+		t.Fatal(err)
 	}
-	if n := len(contents(st, 0, true)); n != 0 {
-		t.Fatalf("%d keys kept after a failed load", n)
+	got := contents(st, time.Now().UnixMilli(), true)["3 db3:stream"]
+	want := `stream@0:len=2 last=2-1 first=1-1 maxdel=0-0 added=2 entries=1-1{"field1"="value1","field2"="value2",}2-1{"field1"="value3",} group "group1" last=0-0 read=-1 pel=`
+	if got != want {
+		t.Fatalf("db3:stream\n got  %s\n want %s", got, want)
 	}
+}
+
+// fillRedisStreams builds streams on a redis-server with every feature the
+// RDB format carries: several nodes, changing field sets, integers, long
+// values, tombstones, trimming, groups with PELs and consumers (claimed,
+// acknowledged, idle), an empty stream with a group, a TTL.
+func fillRedisStreams(t *testing.T, c *redis.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	do := func(args ...any) {
+		t.Helper()
+		if err := c.Do(ctx, args...).Err(); err != nil && err != redis.Nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+	for i := 0; i < 700; i++ {
+		switch i % 5 {
+		case 0, 1, 2:
+			do("XADD", "big", fmt.Sprintf("%d-%d", 1000+i/2, i%2), "temp", i*13-400, "hum", "x")
+		case 3:
+			do("XADD", "big", fmt.Sprintf("%d-%d", 1000+i/2, i%2), "note", strings.Repeat("n", 80+i), "note", "again")
+		case 4:
+			do("XADD", "big", fmt.Sprintf("%d-%d", 1000+i/2, i%2), "k", strings.Repeat("z", i%70))
+		}
+	}
+	for i := 0; i < 700; i += 9 {
+		do("XDEL", "big", fmt.Sprintf("%d-%d", 1000+i/2, i%2))
+	}
+	do("XGROUP", "CREATE", "big", "workers", "0")
+	do("XGROUP", "CREATE", "big", "late", "$")
+	do("XGROUP", "CREATECONSUMER", "big", "late", "nobody")
+	do("XREADGROUP", "GROUP", "workers", "alice", "COUNT", "40", "STREAMS", "big", ">")
+	do("XREADGROUP", "GROUP", "workers", "bob", "COUNT", "25", "STREAMS", "big", ">")
+	do("XACK", "big", "workers", "1000-0", "1001-1", "1005-0")
+	do("XCLAIM", "big", "workers", "carol", "0", "1002-0", "1003-1")
+	do("XADD", "trimmed", "MAXLEN", "5", "*", "a", "1")
+	for i := 0; i < 300; i++ {
+		do("XADD", "trimmed", "MAXLEN", "250", "*", "a", i)
+	}
+	do("XGROUP", "CREATE", "empty", "g", "$", "MKSTREAM")
+	do("XADD", "gone", "1-1", "f", "v")
+	do("XDEL", "gone", "1-1")
+	do("XADD", "ttl", "*", "f", "v")
+	do("PEXPIRE", "ttl", 3600000)
+}
+
+// TestRedisStreamsBothWays: streams written by redis-server load into
+// Damselfly identically; Damselfly's dump of them passes redis-check-rdb and
+// loads into redis-server identically; DUMP payloads go both ways.
+func TestRedisStreamsBothWays(t *testing.T) {
+	needTools(t, "redis-server", "redis-check-rdb")
+	ctx := context.Background()
+	dir := t.TempDir()
+	rc := startRedis(t, dir)
+	c := rc.Conn()
+	defer c.Close()
+	fillRedisStreams(t, c)
+	if err := c.Save(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := redisContents(t, rc)
+	data, err := os.ReadFile(filepath.Join(dir, "dump.rdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := load(t, data, 3)
+	compareContents(t, want, contents(st, time.Now().UnixMilli(), true))
+
+	// DUMP payloads: Redis's restore here, ours restore in Redis.
+	for _, k := range []string{"big", "trimmed", "empty", "gone"} {
+		p, err := c.Dump(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh, h := st.ShardOf([]byte(k))
+		sh.Lock()
+		e, _ := sh.DB(0).Find(h, []byte(k))
+		ours, err := Dump(&e)
+		sh.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.RestoreReplace(ctx, k+":ours", 0, string(ours)).Err(); err != nil {
+			t.Fatalf("RESTORE of our %s payload: %v", k, err)
+		}
+		re, err := rdb.Restore([]byte(p))
+		if err != nil {
+			t.Fatalf("restoring Redis's %s payload: %v", k, err)
+		}
+		v, err := Value(re)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b1, b2 strings.Builder
+		canonStream(&b1, v.Obj.(*types.Stream))
+		canonStream(&b2, e.Obj().(*types.Stream))
+		if b1.String() != b2.String() {
+			t.Fatalf("%s: restored %s\nwant %s", k, b1.String(), b2.String())
+		}
+	}
+	var b1, b2 strings.Builder
+	redisStream(t, &b1, c, "big")
+	redisStream(t, &b2, c, "big:ours")
+	if b1.String() != b2.String() {
+		t.Fatalf("big restored in Redis from our payload:\n%s\nwant\n%s", b2.String(), b1.String())
+	}
+
+	// Our dump, in Redis.
+	ours, _ := save(t, st, Options{})
+	dir2 := t.TempDir()
+	path := filepath.Join(dir2, "dump.rdb")
+	if err := os.WriteFile(path, ours, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("redis-check-rdb", path).CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("RDB looks OK")) {
+		t.Fatalf("redis-check-rdb: %v\n%s", err, out)
+	}
+	compareContents(t, want, redisContents(t, startRedis(t, dir2)))
 }

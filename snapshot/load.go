@@ -72,7 +72,7 @@ func (b *batch) entry(i int, tmp *rdb.Entry) *rdb.Entry {
 // file), so loading does not re-hash keys in split after split.
 // Load is meant for an empty store (start-up, DEBUG RELOAD, a replica's
 // full sync): on error every database of st is emptied. Keys that cannot
-// be represented (streams, hash fields with their own TTL, a database
+// be represented (hash fields with their own TTL, a database
 // index beyond st's) and duplicate keys are errors, so that a server never
 // starts with part of its dump and later saves over the rest.
 func Load(st *shard.Store, r io.Reader, name string) (Stats, error) {
@@ -176,10 +176,7 @@ func Load(st *shard.Store, r io.Reader, name string) (Stats, error) {
 		if e.Expired(nowMs) {
 			return nil
 		}
-		switch {
-		case e.Type == rdb.Stream:
-			return fmt.Errorf("%s: key %q (DB %d) is a stream, which Damselfly does not support", name, e.Key, e.DB)
-		case e.HashFieldExpireAtMs != nil:
+		if e.HashFieldExpireAtMs != nil {
 			return fmt.Errorf("%s: key %q (DB %d) is a hash with per-field TTLs, which Damselfly does not support", name, e.Key, e.DB)
 		}
 		h := shard.Hash(e.Key)

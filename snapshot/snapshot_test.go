@@ -75,7 +75,7 @@ func TestPointInTime(t *testing.T) {
 	lim := &types.DefaultLimits
 	for i := 0; i < nkeys; i++ {
 		k := fmt.Sprint("k", i)
-		switch i % 5 {
+		switch i % 6 {
 		case 0, 1:
 			put(st, i%2, k, shard.Value{Type: shard.TypeString, Str: []byte("v0")})
 		case 2:
@@ -90,6 +90,10 @@ func TestPointInTime(t *testing.T) {
 			z := types.NewZSet()
 			z.Add([]byte("m"), 0, 0, lim)
 			put(st, 0, k, shard.Value{Type: shard.TypeZSet, Obj: z})
+		case 5:
+			x := types.NewStream()
+			x.Add(types.StreamID{Ms: 1}, [][]byte{[]byte("f"), []byte("0")}, lim)
+			put(st, 1, k, shard.Value{Type: shard.TypeStream, Obj: x})
 		}
 	}
 	var (
@@ -131,6 +135,24 @@ func TestPointInTime(t *testing.T) {
 			case e.Type() == shard.TypeZSet:
 				d.Modify(&e)
 				e.Obj().(*types.ZSet).Add([]byte(strconv.FormatInt(s%30, 10)), float64(s), 0, lim)
+			case e.Type() == shard.TypeStream:
+				d.Modify(&e)
+				x := e.Obj().(*types.Stream)
+				id, _ := x.NextID(uint64(s))
+				x.Add(id, [][]byte{[]byte("f"), []byte(strconv.FormatInt(s, 10))}, lim)
+				if s%3 == 0 {
+					x.Trim(types.TrimArgs{Enabled: true, MaxLen: true, N: 5})
+				}
+				if s%5 == 0 {
+					g := x.Group([]byte("g"))
+					if g == nil {
+						g = x.CreateGroup([]byte("g"), types.StreamID{}, 0)
+					}
+					c, _ := g.CreateConsumer([]byte("c"), s, s)
+					if first, ok := x.First(); ok {
+						g.Deliver(c, first, s, true)
+					}
+				}
 			}
 			sh.Unlock()
 		}

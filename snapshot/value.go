@@ -9,8 +9,8 @@ import (
 	"github.com/damselflydb/damselfly/snapshot/rdb"
 )
 
-// ErrUnsupported is returned for values Damselfly cannot hold (streams,
-// hash fields with their own TTL).
+// ErrUnsupported is returned for values Damselfly cannot hold (hash fields
+// with their own TTL).
 var ErrUnsupported = errors.New("value type not supported by Damselfly")
 
 // Value converts a decoded RDB value into what a shard stores (its expiry
@@ -70,6 +70,17 @@ func Value(e *rdb.Entry) (shard.Value, error) {
 			}
 			v.Obj = z
 		}
+	case rdb.Stream:
+		// Unlike other collections, an empty stream is a value (Redis keeps
+		// it: XDEL of the last entry, XGROUP CREATE ... MKSTREAM).
+		if e.Stream == nil {
+			return v, fmt.Errorf("stream without a value")
+		}
+		st, err := streamFromRDB(e.Stream)
+		if err != nil {
+			return v, err
+		}
+		v.Type, v.Obj = shard.TypeStream, st
 	default:
 		return v, fmt.Errorf("%v: %w", e.Type, ErrUnsupported)
 	}
@@ -98,6 +109,10 @@ func Dump(e *shard.Entry) ([]byte, error) {
 	case shard.TypeZSet:
 		if z, ok := e.Obj().(*types.ZSet); ok {
 			return d.ZSet(z.Len(), func(yield func([]byte, float64) bool) { z.Iterate(yield) })
+		}
+	case shard.TypeStream:
+		if s, ok := e.Obj().(*types.Stream); ok {
+			return d.Stream(streamToRDB(s))
 		}
 	}
 	return nil, errUnknownObject

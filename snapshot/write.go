@@ -480,6 +480,12 @@ func encode(w *rdb.Writer, e *shard.Entry, exp int64) error {
 			return errUnknownObject
 		}
 		return w.ZSet(key, exp, z.Len(), func(yield func([]byte, float64) bool) { z.Iterate(yield) })
+	case shard.TypeStream:
+		s, ok := e.Obj().(*types.Stream)
+		if !ok {
+			return errUnknownObject
+		}
+		return w.Stream(key, exp, streamToRDB(s))
 	}
 	return fmt.Errorf("unknown type %d", e.Type())
 }

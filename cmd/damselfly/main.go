@@ -43,6 +43,7 @@ type cli struct {
 	Requirepass      string           `help:"Password clients must AUTH with." env:"DAMSELFLY_REQUIREPASS"`
 	ProtectedMode    bool             `name:"protected-mode" help:"Without a password, accept only loopback clients." default:"true" negatable:"" env:"DAMSELFLY_PROTECTED_MODE"`
 	Maxmemory        memory           `help:"Memory limit (e.g. 512mb, 4gb); 0 = none." default:"0" env:"DAMSELFLY_MAXMEMORY"`
+	MaxmemoryPolicy  string           `name:"maxmemory-policy" help:"Past --maxmemory: noeviction (writes fail), allkeys-lru, volatile-lru, allkeys-random, volatile-random or volatile-ttl." default:"noeviction" env:"DAMSELFLY_MAXMEMORY_POLICY"`
 	Dir              string           `help:"Directory for dump files." default:"." env:"DAMSELFLY_DIR"`
 	Dbfilename       string           `help:"Dump file name." default:"dump.rdb" env:"DAMSELFLY_DBFILENAME"`
 	Save             string           `help:"Save schedule: pairs of 'seconds changes'; empty disables." default:"3600 1 300 100 60 10000" env:"DAMSELFLY_SAVE"`
@@ -95,7 +96,7 @@ func main() {
 		c.Shards = runtime.GOMAXPROCS(0)
 	}
 	cfg := server.Config{
-		Port: c.Port, Bind: c.Bind, RequirePass: c.Requirepass, MaxMemory: int64(c.Maxmemory),
+		Port: c.Port, Bind: c.Bind, RequirePass: c.Requirepass, MaxMemory: int64(c.Maxmemory), MaxMemoryPolicy: c.MaxmemoryPolicy,
 		Dir: c.Dir, DBFilename: c.Dbfilename, Shards: c.Shards, DBNum: c.Dbnum,
 		UnixSocket: c.Unixsocket, ProtectedMode: c.ProtectedMode, Save: c.Save, Logger: log,
 		MemcachedPort: c.MemcachedPort, MaxItemSize: int(c.MaxItemSize),
@@ -179,6 +180,9 @@ func validate(c *cli) error {
 	}
 	if c.Shards < 0 || c.Shards > 256 {
 		return fmt.Errorf("--shards %d: must be 1..256", c.Shards)
+	}
+	if err := server.CheckPolicy(c.MaxmemoryPolicy); err != nil {
+		return fmt.Errorf("--maxmemory-policy %q: %v", c.MaxmemoryPolicy, err)
 	}
 	if _, err := server.ParseSaveSchedule(c.Save); err != nil {
 		return fmt.Errorf("--save %q: %v", c.Save, err)

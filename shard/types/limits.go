@@ -1,8 +1,10 @@
 // Package types implements the in-memory data structures behind Redis lists,
-// hashes, sets and sorted sets: pure data structures, with no locking and no
-// networking. Every collection starts in a compact encoding (one pointer-free
-// []byte, "listpack", or a sorted []int64, "intset") and converts once, never
-// back, to its big encoding when a Limits threshold is crossed, as Redis does.
+// hashes, sets, sorted sets and streams: pure data structures, with no
+// locking and no networking. Every collection but streams starts in a
+// compact encoding (one pointer-free []byte, "listpack", or a sorted []int64,
+// "intset") and converts once, never back, to its big encoding when a Limits
+// threshold is crossed, as Redis does. A stream is always nodes of Redis's
+// own listpack bytes (stream.go).
 //
 // Byte slices handed out by read methods (Get, Index, Range, Iterate callbacks,
 // Scan callbacks ...) are views into the collection's memory: they are valid
@@ -30,6 +32,10 @@ type Limits struct {
 	// limit a node to 4, 8, 16, 32 or 64 KiB; positive values limit the
 	// number of elements per node (with an 8 KiB safety limit).
 	ListMaxListpackSize int
+	// StreamNodeMaxBytes and StreamNodeMaxEntries are stream-node-max-bytes
+	// and stream-node-max-entries (0 = no limit, like Redis).
+	StreamNodeMaxBytes   int
+	StreamNodeMaxEntries int
 }
 
 // DefaultLimits are the defaults of redis-server 7.0 (checked with CONFIG GET
@@ -46,6 +52,8 @@ var DefaultLimits = Limits{
 	ZSetMaxListpackEntries: 128,
 	ZSetMaxListpackValue:   64,
 	ListMaxListpackSize:    -2,
+	StreamNodeMaxBytes:     4096,
+	StreamNodeMaxEntries:   100,
 }
 
 func lim(l *Limits) *Limits {

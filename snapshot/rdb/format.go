@@ -8,14 +8,15 @@
 // The reader (Load, Restore) frames every record itself (offsets, lengths,
 // checksum, limits on allocations) and hands the validated record bytes to
 // github.com/hdt3213/rdb's decoder, which decodes the values (ziplists,
-// listpacks, intsets, quicklists, streams, ...). Plain string records and
-// AUX fields, the bulk of most files, it decodes itself (fast.go: in place
-// in the input buffer when a record lies in it whole; lzf.go), so loading
-// strings allocates nothing per key with Options.Reuse. Invariants: every
-// byte of the file but the trailing checksum enters the CRC exactly once,
-// whichever path consumes it (sumRec/cut); the in-place path never reports
-// an error of its own: whatever it does not take, the checked path reads
-// again and reports with its offset.
+// listpacks, intsets, quicklists, ...). Streams are parsed here instead and
+// their node listpacks passed on as they are (stream.go). Plain string
+// records and AUX fields, the bulk of most files, it decodes itself too
+// (fast.go: in place in the input buffer when a record lies in it whole;
+// lzf.go), so loading strings allocates nothing per key with Options.Reuse.
+// Invariants: every byte of the file but the trailing checksum enters the
+// CRC exactly once, whichever path consumes it (sumRec/cut); the in-place
+// path never reports an error of its own: whatever it does not take, the
+// checked path reads again and reports with its offset.
 package rdb
 
 import (

@@ -66,8 +66,8 @@ type Entry struct {
 	// field TTLs, Redis 7.4); nil otherwise. 0 = no expiry.
 	HashFieldExpireAtMs map[string]int64
 	ZSet                []ZMember // order unspecified
-	// Stream is the stream as decoded by github.com/hdt3213/rdb.
-	Stream *model.StreamObject
+	// Stream is the stream as stored in the file (stream.go).
+	Stream *StreamValue
 	// MCFlags are the memcached client flags an AuxMCFlags field right
 	// before the key carried (Damselfly's extension); 0 = none.
 	MCFlags uint32
@@ -154,7 +154,7 @@ func LoadWith(r io.Reader, name string, opt Options, fn func(e *Entry) error) (I
 		case *model.AuxObject, *model.DBSizeObject, *model.FunctionsObject:
 			return true
 		}
-		e, err := convert(o)
+		e, err := sk.convert(o)
 		if err != nil {
 			fnErr = sk.corrupt(err)
 			return false
@@ -182,7 +182,7 @@ func LoadWith(r io.Reader, name string, opt Options, fn func(e *Entry) error) (I
 	return info, nil
 }
 
-func convert(o model.RedisObject) (*Entry, error) {
+func (s *skimmer) convert(o model.RedisObject) (*Entry, error) {
 	e := &Entry{DB: o.GetDBIndex(), Key: []byte(o.GetKey())}
 	if t := o.GetExpiration(); t != nil {
 		e.ExpireAtMs = t.UnixMilli()
@@ -210,7 +210,11 @@ func convert(o model.RedisObject) (*Entry, error) {
 			e.ZSet[i] = ZMember{Member: []byte(z.Member), Score: z.Score}
 		}
 	case *model.StreamObject:
-		e.Type, e.Stream = Stream, obj
+		v, err := s.nextStream()
+		if err != nil {
+			return nil, err
+		}
+		e.Type, e.Stream = Stream, v
 	default:
 		return nil, fmt.Errorf("unexpected decoded object %T", o)
 	}
@@ -253,6 +257,8 @@ type skimmer struct {
 	scratch    []byte // decoded (integer, LZF) key or aux key
 	valBuf     []byte // decoded string value or aux value
 	entry      Entry  // reused for strings with Options.Reuse
+
+	streams []*StreamValue // parsed streams not yet matched by convert
 }
 
 // emit counts e and hands it to fn.
@@ -656,7 +662,7 @@ func (s *skimmer) next() error {
 			s.expireMs = 0
 			continue
 		}
-		return s.value(op)
+		return s.value(op, start)
 	}
 }
 
@@ -781,8 +787,8 @@ func (s *skimmer) strings(n uint64, what string) error {
 	return nil
 }
 
-// value frames the value of type typ.
-func (s *skimmer) value(typ byte) error {
+// value frames the value of type typ, whose type byte is at s.rec[typeAt].
+func (s *skimmer) value(typ byte, typeAt int) error {
 	switch typ {
 	case typeString, typeHashZipmap, typeListZiplist, typeZSetZiplist, typeHashZiplist,
 		typeHashListpack, typeZSetListpack, typeSetListpack, typeHashLpExPreGA:
@@ -909,120 +915,9 @@ func (s *skimmer) value(typ byte) error {
 		}
 		return nil
 	case typeStreamListpacks, typeStreamListpacks2, typeStreamListpacks3:
-		return s.stream(typ)
+		return s.stream(typ, typeAt)
 	case typeModule:
 		return s.errorf(s.keyOff, "key %q: module type v1 values cannot be loaded", s.key)
 	}
 	return s.errorf(s.keyOff, "key %q: unknown value type %d", s.key, typ)
-}
-
-func (s *skimmer) stream(typ byte) error {
-	n, err := s.count("stream listpack count")
-	if err != nil {
-		return err
-	}
-	for range n {
-		off := s.off
-		id, err := s.str("stream node key", true)
-		if err != nil {
-			return err
-		}
-		if len(id) != 16 {
-			return s.errorf(off, "stream node key is %d bytes, want 16", len(id))
-		}
-		off = s.off
-		lp, err := s.str("stream listpack", true)
-		if err != nil {
-			return err
-		}
-		if err := checkStreamListpack(lp); err != nil {
-			return s.errorf(off, "corrupt stream listpack: %v", err)
-		}
-	}
-	lens := 3 // length, last id
-	if typ >= typeStreamListpacks2 {
-		lens += 5 // first id, max deleted id, entries added
-	}
-	for range lens {
-		if _, err := s.num("stream metadata"); err != nil {
-			return err
-		}
-	}
-	groups, err := s.count("stream group count")
-	if err != nil {
-		return err
-	}
-	for range groups {
-		if _, err := s.str("group name", false); err != nil {
-			return err
-		}
-		k := 2
-		if typ >= typeStreamListpacks2 {
-			k = 3
-		}
-		for range k {
-			if _, err := s.num("group metadata"); err != nil {
-				return err
-			}
-		}
-		pel, err := s.count("group PEL size")
-		if err != nil {
-			return err
-		}
-		for range pel {
-			if _, err := s.read(24, "PEL entry"); err != nil {
-				return err
-			}
-			if _, err := s.num("PEL delivery count"); err != nil {
-				return err
-			}
-		}
-		consumers, err := s.count("consumer count")
-		if err != nil {
-			return err
-		}
-		for range consumers {
-			if _, err := s.str("consumer name", false); err != nil {
-				return err
-			}
-			t := uint64(8)
-			if typ >= typeStreamListpacks3 {
-				t = 16
-			}
-			if _, err := s.read(t, "consumer times"); err != nil {
-				return err
-			}
-			cp, err := s.count("consumer PEL size")
-			if err != nil {
-				return err
-			}
-			if _, err := s.read(16*cp, "consumer PEL"); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// checkStreamListpack bounds the counts the decoder allocates from.
-func checkStreamListpack(lp []byte) error {
-	if len(lp) < 7 || int(binary.LittleEndian.Uint32(lp)) != len(lp) || lp[len(lp)-1] != 0xff {
-		return errors.New("bad listpack header")
-	}
-	pos := lpHeaderSize
-	var v [3]int64
-	for i := range v {
-		x, next, isInt, ok := lpReadInt(lp, pos)
-		if !ok || !isInt {
-			return errors.New("bad master entry")
-		}
-		v[i], pos = x, next
-	}
-	count, deleted, fields := v[0], v[1], v[2]
-	l := int64(len(lp))
-	if count < 0 || deleted < 0 || fields < 0 || count > l || deleted > l || fields > l ||
-		(count+deleted)*max(fields, 1) > 64*l+1<<20 {
-		return fmt.Errorf("implausible master entry (count %d, deleted %d, fields %d)", count, deleted, fields)
-	}
-	return nil
 }

@@ -1,0 +1,641 @@
+package server
+
+import (
+	"math"
+	"strings"
+
+	"github.com/damselflydb/damselfly/shard"
+	"github.com/damselflydb/damselfly/shard/types"
+)
+
+// Consumer groups: XGROUP, XACK, XPENDING, XCLAIM, XAUTOCLAIM (see
+// cmd_stream.go for the replication rules).
+
+// --- XGROUP -------------------------------------------------------------------
+
+var xgroupHelp = []string{
+	"XGROUP <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"CREATE <key> <groupname> <id|$> [option]",
+	"    Create a new consumer group. Options are:",
+	"    * MKSTREAM",
+	"      Create the empty stream if it does not exist.",
+	"    * ENTRIESREAD entries_read",
+	"      Set the group's entries_read counter (internal use).",
+	"CREATECONSUMER <key> <groupname> <consumer>",
+	"    Create a new consumer in the specified group.",
+	"DELCONSUMER <key> <groupname> <consumer>",
+	"    Remove the specified consumer.",
+	"DESTROY <key> <groupname>",
+	"    Remove the specified group.",
+	"SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
+	"    Set the current group ID and entries_read counter.",
+	"HELP",
+	"    Prints this help.",
+}
+
+func (c *Client) helpReply(lines []string) {
+	c.array(len(lines))
+	for _, l := range lines {
+		c.simple(l)
+	}
+}
+
+// subcommandArity checks a container command's subcommand like Redis 7.0's
+// dispatcher: unknown names and wrong arities are errors.
+func (c *Client) subcommandArity(args [][]byte, arities map[string]int) (string, bool) {
+	sub := lower(args[1])
+	ar, ok := arities[sub]
+	parent := lower(args[0])
+	if !ok {
+		c.err("ERR unknown subcommand '" + sanitize(args[1], 128) + "'. Try " + strings.ToUpper(parent) + " HELP.")
+		return "", false
+	}
+	if (ar > 0 && len(args) != ar) || (ar < 0 && len(args) < -ar) {
+		c.err("ERR wrong number of arguments for '" + parent + "|" + sub + "' command")
+		return "", false
+	}
+	return sub, true
+}
+
+func (c *Client) subcommandSyntaxError(args [][]byte) {
+	c.err("ERR unknown subcommand or wrong number of arguments for '" + sanitize(args[1], 128) + "'. Try " + strings.ToUpper(string(args[0])) + " HELP.")
+}
+
+var xgroupArity = map[string]int{"create": -5, "setid": -5, "destroy": 4, "createconsumer": 5, "delconsumer": 5, "help": 2}
+
+func cmdXGroup(c *Client, args [][]byte) {
+	sub, ok := c.subcommandArity(args, xgroupArity)
+	if !ok {
+		return
+	}
+	if sub == "help" {
+		c.helpReply(xgroupHelp)
+		return
+	}
+	mkstream := false
+	entriesRead := int64(types.SCGInvalidEntriesRead)
+	for i := 5; i < len(args); {
+		switch {
+		case sub == "create" && eq(args[i], "mkstream"):
+			mkstream = true
+			i++
+		case (sub == "create" || sub == "setid") && eq(args[i], "entriesread") && i+1 < len(args):
+			n, ok := parseInt(args[i+1])
+			if !ok {
+				c.errNotInteger()
+				return
+			}
+			if n < 0 && n != types.SCGInvalidEntriesRead {
+				c.err("ERR value for ENTRIESREAD must be positive or -1")
+				return
+			}
+			entriesRead = n
+			i += 2
+		default:
+			c.subcommandSyntaxError(args)
+			return
+		}
+	}
+	key, gname := args[2], args[3]
+	sh, h := c.lockKey(key)
+	defer c.unlockKey(sh)
+	e, s, bad := c.readStream(sh, h, key)
+	if bad {
+		return
+	}
+	var g *types.StreamGroup
+	if !mkstream {
+		if s == nil {
+			c.err("ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.")
+			return
+		}
+		g = s.Group(gname)
+		if g == nil && (sub == "setid" || sub == "createconsumer" || sub == "delconsumer") {
+			c.err("NOGROUP No such consumer group '" + string(gname) + "' for key name '" + string(key) + "'")
+			return
+		}
+	}
+	switch {
+	case sub == "create" && len(args) <= 8:
+		var id types.StreamID
+		if len(args[4]) == 1 && args[4][0] == '$' {
+			if s != nil {
+				id = s.LastID()
+			}
+		} else if id, ok = c.streamIDArg(args[4], true); !ok {
+			return
+		}
+		if s == nil {
+			s = types.NewStream()
+			e = sh.DB(c.db).Put(h, key, shard.Value{Type: shard.TypeStream, Obj: s})
+		} else if s.Group(gname) == nil {
+			c.modifyStream(sh, &e)
+		}
+		if s.CreateGroup(gname, id, entriesRead) == nil {
+			c.err("BUSYGROUP Consumer Group name already exists")
+			return
+		}
+		c.ok()
+	case sub == "setid" && (len(args) == 5 || len(args) == 7):
+		var id types.StreamID
+		if len(args[4]) == 1 && args[4][0] == '$' {
+			id = s.LastID()
+		} else if id, _, ok = parseStreamID(args[4], 0, false, false); !ok {
+			c.err(errInvalidStreamID)
+			return
+		}
+		c.modifyStream(sh, &e)
+		g.LastID, g.EntriesRead = id, entriesRead
+		c.ok()
+	case sub == "destroy":
+		if g == nil {
+			c.int(0)
+			return
+		}
+		c.modifyStream(sh, &e)
+		s.DeleteGroup(gname)
+		c.int(1)
+		c.srv.signalStream(c.db, key) // blocked XREADGROUPs get NOGROUP
+	case sub == "createconsumer":
+		if g.Consumer(args[4]) != nil {
+			c.int(0)
+			return
+		}
+		c.modifyStream(sh, &e)
+		t := now()
+		g.CreateConsumer(args[4], t, t)
+		c.int(1)
+	case sub == "delconsumer":
+		if g.Consumer(args[4]) == nil {
+			c.int(0)
+			return
+		}
+		c.modifyStream(sh, &e)
+		n, _ := g.DeleteConsumer(args[4])
+		c.int(int64(n))
+	default:
+		c.subcommandSyntaxError(args)
+	}
+}
+
+// --- XACK / XPENDING ----------------------------------------------------------
+
+func cmdXAck(c *Client, args [][]byte) {
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	e, s, bad := c.readStream(sh, h, args[1])
+	if bad {
+		return
+	}
+	var g *types.StreamGroup
+	if s != nil {
+		g = s.Group(args[2])
+	}
+	if g == nil {
+		c.int(0)
+		return
+	}
+	ids := make([]types.StreamID, 0, len(args)-3)
+	for _, a := range args[3:] {
+		id, ok := c.streamIDArg(a, true)
+		if !ok {
+			return
+		}
+		ids = append(ids, id)
+	}
+	n := 0
+	for _, id := range ids {
+		if g.Pending(id) != nil {
+			if n == 0 {
+				c.modifyStream(sh, &e)
+			}
+			g.Ack(id)
+			n++
+		}
+	}
+	c.int(int64(n))
+}
+
+func noGroupErr(key, group []byte) string {
+	return "NOGROUP No such key '" + string(key) + "' or consumer group '" + string(group) + "'"
+}
+
+func cmdXPending(c *Client, args [][]byte) {
+	justInfo := len(args) == 3
+	if len(args) != 3 && (len(args) < 6 || len(args) > 9) {
+		c.errSyntax()
+		return
+	}
+	var start, end types.StreamID
+	var count, minIdle int64
+	var consumer []byte
+	if len(args) >= 6 {
+		si := 3
+		if eq(args[3], "idle") {
+			n, ok := parseInt(args[4])
+			if !ok {
+				c.errNotInteger()
+				return
+			}
+			minIdle = n
+			if len(args) < 8 {
+				c.errSyntax()
+				return
+			}
+			si += 2
+		}
+		n, ok := parseInt(args[si+2])
+		if !ok {
+			c.errNotInteger()
+			return
+		}
+		count = max(n, 0)
+		if start, ok = c.intervalID(args[si], 0, true); !ok {
+			return
+		}
+		if end, ok = c.intervalID(args[si+1], math.MaxUint64, false); !ok {
+			return
+		}
+		if si+3 < len(args) {
+			consumer = args[si+3]
+		}
+	}
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	_, s, bad := c.readStream(sh, h, args[1])
+	if bad {
+		return
+	}
+	var g *types.StreamGroup
+	if s != nil {
+		g = s.Group(args[2])
+	}
+	if g == nil {
+		c.err(noGroupErr(args[1], args[2]))
+		return
+	}
+	if justInfo {
+		c.array(4)
+		c.int(int64(g.PendingLen()))
+		if g.PendingLen() == 0 {
+			c.null()
+			c.null()
+			c.nullArray()
+			return
+		}
+		var first, last types.StreamID
+		k := 0
+		g.PendingAscend(types.StreamID{}, func(p *types.PendingEntry, _ *types.StreamConsumer) bool {
+			if k == 0 {
+				first = p.ID
+			}
+			last = p.ID
+			k++
+			return true
+		})
+		c.streamID(first)
+		c.streamID(last)
+		mark := len(c.out)
+		n := 0
+		g.Consumers(func(sc *types.StreamConsumer) bool {
+			if sc.PendingLen() > 0 {
+				c.array(2)
+				c.bulkString(sc.Name())
+				c.bulkInt(int64(sc.PendingLen()))
+				n++
+			}
+			return true
+		})
+		c.setArrayLen(mark, n)
+		return
+	}
+	var sc *types.StreamConsumer
+	if consumer != nil {
+		if sc = g.Consumer(consumer); sc == nil {
+			c.array(0)
+			return
+		}
+	}
+	t := now()
+	mark := len(c.out)
+	n := 0
+	emit := func(p *types.PendingEntry) bool {
+		if end.Less(p.ID) || count == 0 {
+			return false
+		}
+		if minIdle != 0 && t-p.DeliveryTime < minIdle {
+			return true
+		}
+		n++
+		count--
+		c.array(4)
+		c.streamID(p.ID)
+		c.bulkString(g.Owner(p).Name())
+		c.int(max(t-p.DeliveryTime, 0))
+		c.int(int64(p.DeliveryCount))
+		return true
+	}
+	if sc != nil {
+		sc.Pending(start, func(id types.StreamID) bool { return emit(g.Pending(id)) })
+	} else {
+		g.PendingAscend(start, func(p *types.PendingEntry, _ *types.StreamConsumer) bool { return emit(p) })
+	}
+	c.setArrayLen(mark, n)
+}
+
+// --- XCLAIM / XAUTOCLAIM --------------------------------------------------------
+
+// xclaimProp is the XCLAIM Redis propagates for a PEL change:
+// XCLAIM key group consumer 0 id TIME t RETRYCOUNT n FORCE JUSTID LASTID last.
+func xclaimProp(key, group []byte, consumer string, id types.StreamID, p *types.PendingEntry, last types.StreamID) [][]byte {
+	return [][]byte{[]byte("XCLAIM"), key, group, []byte(consumer), []byte("0"), idArg(id),
+		[]byte("TIME"), bytesArg(p.DeliveryTime), []byte("RETRYCOUNT"), bytesArg(int64(p.DeliveryCount)),
+		[]byte("FORCE"), []byte("JUSTID"), []byte("LASTID"), idArg(last)}
+}
+
+func xsetidProp(key, group []byte, g *types.StreamGroup) [][]byte {
+	return [][]byte{[]byte("XGROUP"), []byte("SETID"), key, group, idArg(g.LastID), []byte("ENTRIESREAD"), bytesArg(g.EntriesRead)}
+}
+
+func cmdXClaim(c *Client, args [][]byte) {
+	key, gname := args[1], args[2]
+	sh, h := c.lockKey(key)
+	defer c.unlockKey(sh)
+	e, s, bad := c.readStream(sh, h, key)
+	if bad {
+		return
+	}
+	var g *types.StreamGroup
+	if s != nil {
+		g = s.Group(gname)
+	}
+	if g == nil {
+		c.err(noGroupErr(key, gname))
+		return
+	}
+	minIdle, ok := parseInt(args[4])
+	if !ok {
+		c.err("ERR Invalid min-idle-time argument for XCLAIM")
+		return
+	}
+	minIdle = max(minIdle, 0)
+	var ids []types.StreamID
+	j := 5
+	for ; j < len(args); j++ {
+		id, _, ok := parseStreamID(args[j], 0, true, false)
+		if !ok {
+			break
+		}
+		ids = append(ids, id)
+	}
+	t := now()
+	var lastID types.StreamID
+	retry, delivery := int64(-1), int64(-1)
+	force, justID := false, false
+	for ; j < len(args); j++ {
+		more := len(args) - 1 - j
+		opt := args[j]
+		switch {
+		case eq(opt, "force"):
+			force = true
+		case eq(opt, "justid"):
+			justID = true
+		case eq(opt, "idle") && more > 0:
+			j++
+			n, ok := parseInt(args[j])
+			if !ok {
+				c.err("ERR Invalid IDLE option argument for XCLAIM")
+				return
+			}
+			delivery = t - n
+		case eq(opt, "time") && more > 0:
+			j++
+			n, ok := parseInt(args[j])
+			if !ok {
+				c.err("ERR Invalid TIME option argument for XCLAIM")
+				return
+			}
+			delivery = n
+		case eq(opt, "retrycount") && more > 0:
+			j++
+			n, ok := parseInt(args[j])
+			if !ok {
+				c.err("ERR Invalid RETRYCOUNT option argument for XCLAIM")
+				return
+			}
+			retry = n
+		case eq(opt, "lastid") && more > 0:
+			j++
+			id, ok := c.streamIDArg(args[j], true)
+			if !ok {
+				return
+			}
+			lastID = id
+		default:
+			c.err("ERR Unrecognized XCLAIM option '" + string(opt) + "'")
+			return
+		}
+	}
+	modified := false
+	modify := func() {
+		if !modified {
+			c.modifyStream(sh, &e)
+			modified = true
+		}
+	}
+	var props [][][]byte
+	propLast := false
+	if g.LastID.Less(lastID) {
+		modify()
+		g.LastID = lastID
+		propLast = true
+	}
+	if delivery != -1 {
+		if delivery < 0 || delivery > t {
+			delivery = t
+		}
+	} else {
+		delivery = t
+	}
+	var sc *types.StreamConsumer
+	mark := len(c.out)
+	n := 0
+	for _, id := range ids {
+		p := g.Pending(id)
+		if !s.Exists(id) {
+			if p != nil {
+				modify()
+				props = append(props, xclaimProp(key, gname, g.Owner(p).Name(), id, p, g.LastID))
+				propLast = false
+				g.Ack(id)
+			}
+			continue
+		}
+		if p != nil && minIdle > 0 && t-p.DeliveryTime < minIdle {
+			continue
+		}
+		if p == nil && !force {
+			continue
+		}
+		modify()
+		if sc == nil {
+			if sc = g.Consumer(args[3]); sc == nil {
+				sc, _ = g.CreateConsumer(args[3], t, t)
+			} else {
+				sc.SeenTime = t
+			}
+		}
+		g.Deliver(sc, id, delivery, false) // a FORCE-created entry starts at count 1
+		p = g.Pending(id)
+		if retry >= 0 {
+			p.DeliveryCount = uint64(retry)
+		} else if !justID {
+			p.DeliveryCount++
+		}
+		if justID {
+			c.streamID(id)
+		} else {
+			s.Range(id, id, false, func(id types.StreamID, fv [][]byte) bool { c.streamEntry(id, fv); return false })
+		}
+		n++
+		props = append(props, xclaimProp(key, gname, sc.Name(), id, p, g.LastID))
+		propLast = false
+	}
+	if propLast {
+		props = append(props, xsetidProp(key, gname, g))
+	}
+	c.setArrayLen(mark, n)
+	c.rewriteMany(props)
+}
+
+func cmdXAutoClaim(c *Client, args [][]byte) {
+	key, gname := args[1], args[2]
+	minIdle, ok := parseInt(args[4])
+	if !ok {
+		c.err("ERR Invalid min-idle-time argument for XAUTOCLAIM")
+		return
+	}
+	minIdle = max(minIdle, 0)
+	start, ok := c.intervalID(args[5], 0, true)
+	if !ok {
+		return
+	}
+	count := int64(100)
+	justID := false
+	for j := 6; j < len(args); j++ {
+		more := len(args) - 1 - j
+		switch {
+		case eq(args[j], "count") && more > 0:
+			n, ok := parseInt(args[j+1])
+			if !ok || n < 1 || n > math.MaxInt64/16 {
+				c.err("ERR COUNT must be > 0")
+				return
+			}
+			count = n
+			j++
+		case eq(args[j], "justid"):
+			justID = true
+		default:
+			c.errSyntax()
+			return
+		}
+	}
+	sh, h := c.lockKey(key)
+	defer c.unlockKey(sh)
+	e, s, bad := c.readStream(sh, h, key)
+	if bad {
+		return
+	}
+	var g *types.StreamGroup
+	if s != nil {
+		g = s.Group(gname)
+	}
+	if g == nil {
+		c.err(noGroupErr(key, gname))
+		return
+	}
+	// Collect the candidates first: claiming changes the PEL.
+	attempts := count * 10
+	type cand struct {
+		id      types.StreamID
+		exists  bool
+		claimed bool
+	}
+	var cands []cand
+	var next types.StreamID
+	t := now()
+	left := count
+	g.PendingAscend(start, func(p *types.PendingEntry, _ *types.StreamConsumer) bool {
+		if attempts == 0 || left == 0 {
+			next = p.ID
+			return false
+		}
+		attempts--
+		if !s.Exists(p.ID) {
+			cands = append(cands, cand{id: p.ID})
+			left--
+			return true
+		}
+		if minIdle > 0 && t-p.DeliveryTime < minIdle {
+			return true
+		}
+		cands = append(cands, cand{id: p.ID, exists: true})
+		left--
+		return true
+	})
+	var props [][][]byte
+	if len(cands) > 0 {
+		c.modifyStream(sh, &e)
+	}
+	var sc *types.StreamConsumer
+	c.array(3)
+	c.streamID(next)
+	mark := len(c.out)
+	n := 0
+	var deleted []types.StreamID
+	for _, cd := range cands {
+		p := g.Pending(cd.id)
+		if !cd.exists {
+			props = append(props, xclaimProp(key, gname, g.Owner(p).Name(), cd.id, p, g.LastID))
+			g.Ack(cd.id)
+			deleted = append(deleted, cd.id)
+			continue
+		}
+		if sc == nil {
+			if sc = g.Consumer(args[3]); sc == nil {
+				sc, _ = g.CreateConsumer(args[3], t, t)
+			} else {
+				sc.SeenTime = t
+			}
+		}
+		g.Deliver(sc, cd.id, t, !justID)
+		p = g.Pending(cd.id)
+		if justID {
+			c.streamID(cd.id)
+		} else {
+			s.Range(cd.id, cd.id, false, func(id types.StreamID, fv [][]byte) bool { c.streamEntry(id, fv); return false })
+		}
+		n++
+		props = append(props, xclaimProp(key, gname, sc.Name(), cd.id, p, g.LastID))
+	}
+	c.setArrayLen(mark, n)
+	c.array(len(deleted))
+	for _, id := range deleted {
+		c.streamID(id)
+	}
+	c.rewriteMany(props)
+}
+
+// rewriteMany replaces the running command's replicated form by cmds (none:
+// not replicated; several: inside MULTI/EXEC), like Redis's alsoPropagate
+// with preventCommandPropagation.
+func (c *Client) rewriteMany(cmds [][][]byte) {
+	switch len(cmds) {
+	case 0:
+		c.rewrite()
+	case 1:
+		c.rewrite(cmds[0]...)
+	default:
+		c.propagateMany = cmds
+	}
+}
