@@ -58,6 +58,7 @@ type conn struct {
 	quit    bool
 
 	toks    [][]byte // tokens of the current line (views into in)
+	jargs   [][]byte // journal arguments (reused)
 	scratch []byte   // value assembly (append, incr, CAS stamping)
 	keyBuf  []byte
 	num     [24]byte

@@ -2,6 +2,7 @@ package memcache
 
 import (
 	"strconv"
+	"unsafe"
 
 	"github.com/damselflydb/damselfly/shard"
 )
@@ -71,11 +72,22 @@ func (c *conn) put(sh *shard.Shard, h uint64, key, val []byte, flags uint32, exp
 
 // putItem is put with the item state of v (MCStale, MCWon) as well.
 func (c *conn) putItem(sh *shard.Shard, h uint64, key []byte, v shard.Value) shard.Entry {
+	return c.replaceItem(sh, h, nil, key, v)
+}
+
+// replaceItem is putItem over old, the key's entry as just looked up (nil:
+// look it up again), saving an index probe.
+func (c *conn) replaceItem(sh *shard.Shard, h uint64, old *shard.Entry, key []byte, v shard.Value) shard.Entry {
 	if v.MCCAS == 0 {
 		v.MCCAS = c.nextCAS(sh)
 	}
 	v.Type, v.Meta = shard.TypeString, true
-	e := sh.DB(db).Put(h, key, v)
+	var e shard.Entry
+	if old != nil {
+		e = sh.DB(db).Overwrite(old, key, v)
+	} else {
+		e = sh.DB(db).Put(h, key, v)
+	}
 	c.journalSet(key, v.Str, v.ExpireAt)
 	return e
 }
@@ -87,11 +99,16 @@ func (c *conn) remove(sh *shard.Shard, e *shard.Entry) {
 	c.journal(c.word("DEL"), c.keyBuf)
 }
 
-func (c *conn) word(s string) []byte { return []byte(s) }
+// word views a command word as bytes without copying it: the journal only
+// reads its arguments.
+func (c *conn) word(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
+// journal hands args to Config.Journal through a reused slice, so that a
+// write allocates nothing here.
 func (c *conn) journal(args ...[]byte) {
 	if j := c.s.cfg.Journal; j != nil {
-		j(db, args)
+		c.jargs = append(c.jargs[:0], args...)
+		j(db, c.jargs)
 	}
 }
 
@@ -234,7 +251,11 @@ func (c *conn) store(r *storeReq) storeResult {
 		r.outCAS = 0
 		return stored
 	}
-	ne := c.putItem(sh, h, r.key, shard.Value{Str: val, ExpireAt: exp, MCFlags: flags, MCCAS: r.newCAS,
+	var old *shard.Entry
+	if ok {
+		old = &e
+	}
+	ne := c.replaceItem(sh, h, old, r.key, shard.Value{Str: val, ExpireAt: exp, MCFlags: flags, MCCAS: r.newCAS,
 		MCStale: stale, MCWon: stale && e.MCWon()})
 	r.outCAS, r.outExp, r.outFlag = ne.MCCAS(), ne.ExpireAt(), ne.MCFlags()
 	c.s.stats.totalItems.Add(1)

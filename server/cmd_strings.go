@@ -151,7 +151,12 @@ func setGeneric(c *Client, key, val []byte, flags int, expireAt int64) {
 		// SET EX/PX/EXAT, SETEX, PSETEX replicate as SET key value PXAT ms.
 		c.rewrite([]byte("SET"), key, val, []byte("PXAT"), strconv.AppendInt(nil, expireAt, 10))
 	}
-	sh.DB(c.db).Put(h, key, shard.Value{Type: shard.TypeString, Str: val, ExpireAt: expireAt})
+	v := shard.Value{Type: shard.TypeString, Str: val, ExpireAt: expireAt}
+	if found { // overwrite what Lookup found: one index probe, not two
+		sh.DB(c.db).Overwrite(&e, key, v)
+	} else {
+		sh.DB(c.db).Put(h, key, v)
+	}
 	if flags&setGet == 0 {
 		c.ok()
 	}

@@ -125,6 +125,27 @@ func (d *DB) Put(h uint64, key []byte, v Value) Entry {
 	if !found {
 		return d.insertNew(h, key, v, flags, size, vlen)
 	}
+	return d.overwrite(pos, h, key, v, flags, size, vlen)
+}
+
+// Overwrite is Put for a key the caller has just found (e came from Find or
+// Lookup under the same lock hold, with no change since): it skips the
+// index probe. key must not view shard memory (e.Key() does).
+func (d *DB) Overwrite(e *Entry, key []byte, v Value) Entry {
+	flags := v.entryFlags()
+	vlen := len(v.Str)
+	if v.Type != TypeString {
+		vlen = 4
+	}
+	*d.dirty++
+	if d.watch != nil && len(d.watch.m) > 0 {
+		d.touchWatched(key, false)
+	}
+	return d.overwrite(e.pos, e.h, key, v, flags, encodedSize(flags, len(key), vlen), vlen)
+}
+
+// overwrite replaces the entry at pos (key's) with v.
+func (d *DB) overwrite(pos dash.Pos, h uint64, key []byte, v Value, flags byte, size, vlen int) Entry {
 	oldRef := d.main.Ref(pos)
 	oldMem := d.slab.Bytes(oldRef)
 	old := decodeHeader(oldMem)
