@@ -74,7 +74,8 @@ type Client struct {
 	laddr    string
 	isUnix   bool
 
-	lower [32]byte // scratch for lower-casing command names
+	lower  [32]byte // scratch for lower-casing command names
+	numBuf [24]byte // scratch for formatting a number (a stack buffer would escape)
 
 	view clientView // what CLIENT LIST shows of the session
 

@@ -416,19 +416,21 @@ func (cmd *command) summaryText() string {
 }
 
 // keys returns the key arguments of a call to cmd.
-func (cmd *command) keys(args [][]byte) [][]byte {
+func (cmd *command) keys(args [][]byte) [][]byte { return cmd.appendKeys(nil, args) }
+
+// appendKeys appends the key arguments of a call to cmd to dst.
+func (cmd *command) appendKeys(dst, args [][]byte) [][]byte {
 	if cmd.firstKey <= 0 {
-		return nil
+		return dst
 	}
 	last := cmd.lastKey
 	if last < 0 {
 		last = len(args) + last
 	}
-	var out [][]byte
 	for i := cmd.firstKey; i <= last && i < len(args); i += cmd.step {
-		out = append(out, args[i])
+		dst = append(dst, args[i])
 	}
-	return out
+	return dst
 }
 
 func (c *Client) commandInfo(cmd *command) {

@@ -485,8 +485,12 @@ func incrBy(c *Client, key []byte, by int64) {
 		return
 	}
 	cur += by
-	var tmp [24]byte
-	sh.DB(c.db).Put(h, key, shard.Value{Type: shard.TypeString, Str: strconv.AppendInt(tmp[:0], cur, 10), ExpireAt: expireAt})
+	v := shard.Value{Type: shard.TypeString, Str: strconv.AppendInt(c.numBuf[:0], cur, 10), ExpireAt: expireAt}
+	if found {
+		sh.DB(c.db).Overwrite(&e, key, v)
+	} else {
+		sh.DB(c.db).Put(h, key, v)
+	}
 	c.int(cur)
 }
 

@@ -19,9 +19,13 @@ type command struct {
 	// block (XREAD and XREADGROUP only with BLOCK); mayBlock wins.
 	blockIf func(args [][]byte) bool
 	denyOOM bool // refused while used memory is over maxmemory
-	fn      func(c *Client, args [][]byte)
-	group   string
-	summary string
+	// txPass: runs at once inside MULTI instead of being queued;
+	// dataless: touches no data though it has no key positions (EXEC
+	// need not lock every shard for it). From txPass and dataless.
+	txPass, dataless bool
+	fn               func(c *Client, args [][]byte)
+	group            string
+	summary          string
 }
 
 // spec: "name arity flags first last step group"; flags are '|'-separated.
@@ -48,6 +52,7 @@ func commandTable() map[string]*command {
 		if cmd.blockIf = blockIfCommands[name]; cmd.blockIf != nil {
 			cmd.mayBlock = false // "blocking" in COMMAND INFO, detached only when needed
 		}
+		cmd.txPass, cmd.dataless = txPass[name], dataless[name]
 		t[name] = cmd
 	}
 	registerConnection(reg)

@@ -117,15 +117,15 @@ func (s *Server) commitWrite(c *Client) {
 		c.propagateMany = nil
 		if c.sess.capture {
 			for _, args := range cmds {
-				c.sess.captured = append(c.sess.captured, journalRec{db: c.db, args: copyArgs(args)})
+				c.sess.captured = append(c.sess.captured, journalRec{db: c.db, args: c.sess.capArena.copy(args)})
 			}
 			return
 		}
-		s.journal(c.db, [][]byte{[]byte("MULTI")})
+		s.journal(c.db, s.words.multi)
 		for _, args := range cmds {
 			s.journal(c.db, args)
 		}
-		c.woff = s.journal(c.db, [][]byte{[]byte("EXEC")})
+		c.woff = s.journal(c.db, s.words.exec)
 	case c.propagate == nil:
 	case c.sess.capture: // EXEC or a script: journaled at its end
 		c.captureWrite()

@@ -48,6 +48,15 @@ type session struct {
 	capture  bool   // collect writes for the journal (EXEC, script)
 	inScript bool   // a script is running (its replies go to a scratch buffer)
 	captured []journalRec
+
+	// Storage reused by every transaction, so that MULTI/EXEC allocates
+	// next to nothing: the queued commands' arguments (valid until the next
+	// MULTI), the captured writes' arguments (until they are journalled),
+	// the transaction itself, the held-shard flags and a key list.
+	txArena, capArena argArena
+	txMem             txState
+	heldMem           []bool
+	keyMem            [][]byte
 }
 
 type txState struct {
@@ -76,8 +85,8 @@ func (c *Client) intercept(cmd *command, args [][]byte) bool {
 		c.txFlag()
 		return true
 	}
-	if c.sess.tx != nil && !txPass[cmd.name] {
-		c.sess.tx.queue = append(c.sess.tx.queue, queuedCmd{cmd: cmd, args: copyArgs(args)})
+	if c.sess.tx != nil && !cmd.txPass {
+		c.sess.tx.queue = append(c.sess.tx.queue, queuedCmd{cmd: cmd, args: c.sess.txArena.copy(args)})
 		c.view.multi.Store(int32(len(c.sess.tx.queue)))
 		c.simple("QUEUED")
 		return true
@@ -97,26 +106,17 @@ func (c *Client) txFlag() {
 // EXEC or a script: blocking commands must not block then.
 func (c *Client) inTransaction() bool { return c.sess.tx != nil || c.sess.held != nil }
 
-func copyArgs(args [][]byte) [][]byte {
-	n := 0
-	for _, a := range args {
-		n += len(a)
-	}
-	buf := make([]byte, 0, n)
-	out := make([][]byte, len(args))
-	for i, a := range args {
-		buf = append(buf, a...)
-		out[i] = buf[len(buf)-len(a) : len(buf) : len(buf)]
-	}
-	return out
-}
-
 func cmdMulti(c *Client, args [][]byte) {
 	if c.sess.tx != nil {
 		c.err("ERR MULTI calls can not be nested")
 		return
 	}
-	c.setTx(&txState{})
+	// The previous transaction's storage is reused: its EXEC is over (no
+	// command runs MULTI while EXEC runs its queue).
+	c.sess.txArena.reset()
+	clear(c.sess.txMem.queue)
+	c.sess.txMem = txState{queue: c.sess.txMem.queue[:0]}
+	c.setTx(&c.sess.txMem)
 	c.ok()
 }
 
@@ -190,7 +190,7 @@ func needsAllShards(cmd *command) bool {
 	if slices.Contains(cmd.flags, "movablekeys") {
 		return true
 	}
-	return cmd.firstKey <= 0 && !dataless[cmd.name]
+	return cmd.firstKey <= 0 && !cmd.dataless
 }
 
 func cmdExec(c *Client, args [][]byte) {
@@ -213,7 +213,8 @@ func cmdExec(c *Client, args [][]byte) {
 			all = true
 			break
 		}
-		for _, k := range q.cmd.keys(q.args) {
+		c.sess.keyMem = q.cmd.appendKeys(c.sess.keyMem[:0], q.args)
+		for _, k := range c.sess.keyMem {
 			store.Add(&set, k)
 		}
 	}
@@ -244,7 +245,11 @@ func cmdExec(c *Client, args [][]byte) {
 // runHeld runs fn with the shards of set (locked by the caller) marked as
 // held, collecting its writes and handing them to the journal at the end.
 func (c *Client) runHeld(set *shard.Set, fn func()) {
-	held := make([]bool, len(c.srv.store.Shards()))
+	if c.sess.heldMem == nil {
+		c.sess.heldMem = make([]bool, len(c.srv.store.Shards()))
+	}
+	held := c.sess.heldMem
+	clear(held)
 	for _, id := range set.IDs() {
 		held[id] = true
 	}
@@ -274,13 +279,17 @@ func (c *Client) runQueued(cmd *command, args [][]byte) {
 
 // captureWrite records a committed write of the running EXEC or script.
 func (c *Client) captureWrite() {
-	c.sess.captured = append(c.sess.captured, journalRec{db: c.db, args: copyArgs(c.propagate)})
+	c.sess.captured = append(c.sess.captured, journalRec{db: c.db, args: c.sess.capArena.copy(c.propagate)})
 }
 
 // flushCaptured hands the collected writes to the journal (locks held).
 func (c *Client) flushCaptured() {
 	recs := c.sess.captured
-	c.sess.captured = nil
+	defer func() {
+		clear(recs)
+		c.sess.captured = recs[:0]
+		c.sess.capArena.reset()
+	}()
 	j := c.srv.journal
 	if len(recs) == 0 {
 		return
@@ -289,11 +298,11 @@ func (c *Client) flushCaptured() {
 		c.woff = j(recs[0].db, recs[0].args)
 		return
 	}
-	j(recs[0].db, [][]byte{[]byte("MULTI")})
+	j(recs[0].db, c.srv.words.multi)
 	for _, r := range recs {
 		j(r.db, r.args)
 	}
-	c.woff = j(recs[len(recs)-1].db, [][]byte{[]byte("EXEC")})
+	c.woff = j(recs[len(recs)-1].db, c.srv.words.exec)
 }
 
 // holds reports whether the running EXEC or script holds sh.

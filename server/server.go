@@ -125,6 +125,8 @@ type Server struct {
 	// maxmemory is set (reading it per command would stop the world).
 	usedMem atomic.Int64
 	evict   evictor // maxmemory-policy (evict.go)
+	// words are journal entries made once (never modified).
+	words struct{ multi, exec [][]byte }
 
 	// dirty counts committed writes (rdb_changes_since_last_save).
 	dirty atomic.Int64
@@ -181,6 +183,7 @@ func New(cfg Config) *Server {
 		s.evict.policy.Store(int32(p))
 	}
 	s.evict.samples.Store(5)
+	s.words.multi, s.words.exec = [][]byte{[]byte("MULTI")}, [][]byte{[]byte("EXEC")}
 	s.evict.pools = make([]evictPool, len(s.store.Shards()))
 	s.cfg.protoMaxBulkLen.Store(defaultMaxBulkBytes)
 	s.cfg.protectedMode.Store(cfg.ProtectedMode)
