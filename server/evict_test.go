@@ -142,3 +142,32 @@ func TestEvictionConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestEvictionBudgetAtStart: a server started with maxmemory and an
+// eviction policy over a loaded dataset evicts nothing on its first write
+// (the budget is measured before serving, not at the cron's first tick).
+func TestEvictionBudgetAtStart(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, func(c *Config) { c.Dir = dir })
+	c := newClient(t, s)
+	ctx := context.Background()
+	if err := c.Do(ctx, "DEBUG", "POPULATE", 50000, "k", 100).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Save(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s2 := startServerPrepared(t, func(s *Server) {
+		if err := s.LoadDump(); err != nil {
+			t.Fatal(err)
+		}
+	}, func(c *Config) { c.Dir = dir; c.MaxMemory = 1 << 30; c.MaxMemoryPolicy = "allkeys-lru" })
+	c2 := newClient(t, s2)
+	if err := c2.Set(ctx, "first", "write", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := c2.DBSize(ctx).Val(); n != 50001 {
+		t.Fatalf("%d keys after the first write, want 50001 (nothing evicted under a 1 GB limit)", n)
+	}
+}

@@ -209,6 +209,14 @@ func (s *Server) Store() *shard.Store { return s.store }
 // Start listens on the configured TCP address (and Unix socket) and serves
 // in the background. Port 0 picks a free port; Addr reports it.
 func (s *Server) Start(cfg Config) error {
+	if s.cfg.maxMemory.Load() > 0 {
+		// Measure before serving (after LoadDump): until the cron's first
+		// tick the eviction budget would otherwise read 0 and the first
+		// write would evict its whole shard.
+		heap, dataset := s.memoryParts(nil)
+		s.usedMem.Store(heap + dataset)
+		s.updateBudget(heap+dataset, dataset)
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)))
 	if err != nil {
 		return err
