@@ -50,7 +50,7 @@ func (c *conn) cmdStore(t [][]byte, mode storeMode) {
 		return
 	}
 	c.pend = pending{active: true, mode: mode, key: append(c.pend.key[:0], t[1]...), flags: flags,
-		exp: exptimeToDeadline(exptime, nowMs()), n: int(vlen), cas: cas, noreply: nr}
+		exp: exptimeToDeadline(exptime, c.nowMs()), n: int(vlen), cas: cas, noreply: nr}
 }
 
 // tooLarge applies --max_item_size to key plus value plus memcached's
@@ -108,7 +108,7 @@ func (c *conn) cmdGet(t [][]byte, withCAS, touch bool) {
 			c.reply("CLIENT_ERROR invalid exptime argument\r\n")
 			return
 		}
-		exp = exptimeToDeadline(e, nowMs())
+		exp = exptimeToDeadline(e, c.nowMs())
 		keys = t[2:]
 	}
 	if len(keys) == 0 {
@@ -132,7 +132,7 @@ func (c *conn) getOne(key []byte, withCAS, touch bool, exp int64) {
 		c.s.stats.cmdTouch.Add(1)
 	}
 	c.s.stats.cmdGet.Add(1)
-	e, ok := lookup(sh, h, key, nowMs())
+	e, ok := lookup(sh, h, key, c.nowMs())
 	if !ok {
 		c.s.stats.getMisses.Add(1)
 		if touch {
@@ -192,7 +192,7 @@ func (c *conn) cmdTouch(t [][]byte) {
 		return
 	}
 	c.s.stats.cmdTouch.Add(1)
-	if c.touch(t[1], exptimeToDeadline(e, nowMs())) {
+	if c.touch(t[1], exptimeToDeadline(e, c.nowMs())) {
 		c.s.stats.touchHits.Add(1)
 		c.replyUnless(nr, "TOUCHED\r\n")
 	} else {
@@ -204,7 +204,7 @@ func (c *conn) cmdTouch(t [][]byte) {
 func (c *conn) touch(key []byte, exp int64) bool {
 	sh, h := c.lock(key)
 	defer sh.Unlock()
-	e, ok := lookup(sh, h, key, nowMs())
+	e, ok := lookup(sh, h, key, c.nowMs())
 	if !ok {
 		return false
 	}
@@ -243,7 +243,7 @@ func (c *conn) cmdDelete(t [][]byte) {
 func (c *conn) deleteKey(key []byte, anyType bool) bool {
 	sh, h := c.lock(key)
 	defer sh.Unlock()
-	e, ok := sh.Lookup(db, h, key, nowMs())
+	e, ok := sh.Lookup(db, h, key, c.nowMs())
 	if !ok || (!anyType && e.Type() != shard.TypeString) {
 		return false
 	}
@@ -309,7 +309,7 @@ func (c *conn) arith(a *arithReq) storeResult {
 	if !c.admit(sh) {
 		return noMemory
 	}
-	e, ok := sh.Lookup(db, h, a.key, nowMs())
+	e, ok := sh.Lookup(db, h, a.key, c.nowMs())
 	hit := func(ok bool) {
 		switch {
 		case a.incr && ok:

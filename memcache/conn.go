@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/damselflydb/damselfly/netpoll"
 )
@@ -59,6 +60,7 @@ type conn struct {
 
 	toks    [][]byte // tokens of the current line (views into in)
 	jargs   [][]byte // journal arguments (reused)
+	now     int64    // unix ms of the current read: one clock read per batch, not per command
 	scratch []byte   // value assembly (append, incr, CAS stamping)
 	keyBuf  []byte
 	num     [24]byte
@@ -72,7 +74,8 @@ func newConn(s *Server, nc net.Conn) *conn {
 // Readable, Output, Wrote, Closed and Detached serve the connection on an
 // event loop (netpoll.Handler): read once, execute every complete request,
 // leave the replies for the loop to write.
-func (c *conn) Readable(fd int, _ int64) netpoll.Action {
+func (c *conn) Readable(fd int, nowNanos int64) netpoll.Action {
+	c.now = nowNanos / 1e6
 	if c.w == len(c.in) {
 		c.makeRoom()
 	}
@@ -117,6 +120,11 @@ func (c *conn) Detached(fd int) {
 	c.s.dropConn(c)
 }
 
+// nowMs is the time commands judge expiry by: the time of the read that
+// brought them (commands run for microseconds; Redis caches its clock per
+// command the same way).
+func (c *conn) nowMs() int64 { return c.now }
+
 func (c *conn) resetOut() {
 	if cap(c.out) > keepOutBytes {
 		c.out = nil
@@ -136,6 +144,7 @@ func (c *conn) serve() {
 		}
 		n, rerr := c.nc.Read(c.in[c.w:])
 		c.w += n
+		c.now = time.Now().UnixMilli()
 		c.s.stats.bytesRead.Add(int64(n))
 		perr := c.process()
 		if len(c.out) > 0 {

@@ -205,7 +205,7 @@ func (c *conn) store(r *storeReq) storeResult {
 	if !c.admit(sh) {
 		return noMemory
 	}
-	now := nowMs()
+	now := c.nowMs()
 	e, ok := sh.Lookup(db, h, r.key, now)
 	isStr := ok && e.Type() == shard.TypeString
 	stale := false

@@ -216,7 +216,7 @@ func (c *conn) cmdMetaGet(t [][]byte) {
 	key := t[1]
 	sh, h := c.lock(key)
 	defer sh.Unlock()
-	now := nowMs()
+	now := c.nowMs()
 	c.s.stats.cmdGet.Add(1)
 	e, ok := lookup(sh, h, key, now)
 	win := false
@@ -337,7 +337,7 @@ func (c *conn) cmdMetaSet(t [][]byte) {
 	p.noreply = false
 	p.exp = 0
 	if p.opts.hasTTL {
-		p.exp = exptimeToDeadline(p.opts.ttl, nowMs())
+		p.exp = exptimeToDeadline(p.opts.ttl, c.nowMs())
 	}
 }
 
@@ -391,7 +391,7 @@ func (c *conn) cmdMetaDelete(t [][]byte) {
 	res := func() storeResult {
 		sh, h := c.lock(key)
 		defer sh.Unlock()
-		now := nowMs()
+		now := c.nowMs()
 		e, ok := lookup(sh, h, key, now)
 		if !ok {
 			return notFound
@@ -461,7 +461,7 @@ func (c *conn) cmdMetaArith(t [][]byte) {
 		c.metaErr("CLIENT_ERROR invalid mode for ma M token")
 		return
 	}
-	now := nowMs()
+	now := c.nowMs()
 	if o.hasViv {
 		a.vivify, a.vivifyExp = true, exptimeToDeadline(o.viv, now)
 	}
