@@ -21,6 +21,7 @@ func (s *Server) replLoad(r io.Reader) (int64, error) {
 	fresh := shard.NewStore(len(s.store.Shards()), s.store.DBNum())
 	st, err := snapshot.Load(fresh, r, "primary's RDB")
 	if err != nil {
+		fresh.Release()
 		return 0, err
 	}
 	all := s.store.All()

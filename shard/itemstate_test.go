@@ -77,3 +77,23 @@ func TestLookupTouches(t *testing.T) {
 		t.Fatalf("SetIdle 600: idle %d", got)
 	}
 }
+
+// TestStoreRelease: Release unmaps every database's slab memory.
+func TestStoreRelease(t *testing.T) {
+	st := NewStore(2, 4)
+	for i := range 1000 {
+		key := []byte{byte(i), byte(i >> 8), 'k'}
+		sh, h := st.ShardOf(key)
+		sh.Lock()
+		sh.DB(i%4).Put(h, key, Value{Type: TypeString, Str: make([]byte, 100)})
+		sh.Unlock()
+	}
+	st.Release()
+	for _, sh := range st.Shards() {
+		for db := range sh.DBCount() {
+			if sh.PeekDB(db) != nil {
+				t.Fatalf("shard %d db %d survives Release", sh.ID(), db)
+			}
+		}
+	}
+}

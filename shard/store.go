@@ -66,6 +66,19 @@ func (s *Store) SetReplica(on bool) {
 // Shards returns all shards in ID order.
 func (s *Store) Shards() []*Shard { return s.shards }
 
+// Release frees the memory of every database of a store that will not be
+// used again (a replica's full sync that failed half-way): slab memory is
+// mapped outside the Go heap, so dropping the store alone would leak it.
+func (s *Store) Release() {
+	for _, sh := range s.shards {
+		sh.Lock()
+		for db := range sh.dbs {
+			sh.FlushDB(db, false)
+		}
+		sh.Unlock()
+	}
+}
+
 // DBNum is the number of databases.
 func (s *Store) DBNum() int { return s.dbnum }
 
