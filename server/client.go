@@ -131,8 +131,10 @@ func (s *Server) newClient(nc net.Conn) *Client {
 	c.p.maxBulk = int(s.cfg.protoMaxBulkLen.Load())
 	c.lastSeen.Store(time.Now().UnixNano())
 	c.view.multi.Store(-1)
+	c.view.proto.Store(2)
 	c.view.fd.Store(connFD(nc))
 	c.view.rbs.Store(int32(len(c.in)))
+	c.view.qbufFree.Store(int32(len(c.in)))
 	return c
 }
 
@@ -176,6 +178,7 @@ func (c *Client) serveFrom(resumed bool) {
 			}
 			c.resetOut()
 		}
+		c.noteBuffers(0) // written (or queued: omem)
 		if perr != nil || c.quit || c.closed.Load() {
 			return
 		}
@@ -403,7 +406,7 @@ func (c *Client) info() string {
 	sb.WriteString(" age=" + itoa(age) + " idle=" + itoa(idle) + " flags=" + c.listFlags() + " db=" + itoa(int64(c.view.db.Load())))
 	sb.WriteString(" sub=" + itoa(int64(sub[kindChannel].Load())) + " psub=" + itoa(int64(sub[kindPattern].Load())) +
 		" ssub=" + itoa(int64(sub[kindShard].Load())) + " multi=" + itoa(int64(c.view.multi.Load())))
-	sb.WriteString(" qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=" + itoa(int64(c.view.rbs.Load())))
-	sb.WriteString(" rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=" + last + " user=default redir=-1 resp=" + itoa(int64(c.proto)))
+	sb.WriteString(c.bufferFields())
+	sb.WriteString(" events=r cmd=" + last + " user=default redir=-1 resp=" + itoa(int64(c.view.proto.Load())))
 	return sb.String()
 }

@@ -16,6 +16,32 @@ type clientView struct {
 	multi atomic.Int32 // commands queued since MULTI; -1 outside MULTI
 	fd    atomic.Int32 // the connection's file descriptor
 	rbs   atomic.Int32 // input buffer size
+	// After each read: input not consumed yet (qbuf), room left (qbuf-free)
+	// and replies not written yet (obl); updated once per read, not per
+	// request.
+	qbuf, qbufFree, obl atomic.Int32
+	proto               atomic.Int32             // RESP version (HELLO)
+	outq                atomic.Pointer[outQueue] // Pub/Sub output queue (omem)
+}
+
+// noteBuffers records the buffer sizes CLIENT LIST shows (after a read and
+// the commands it brought; unwritten: bytes of out not written yet).
+func (c *Client) noteBuffers(unwritten int) {
+	c.view.qbuf.Store(int32(c.w - c.r))
+	c.view.qbufFree.Store(int32(len(c.in) - c.w))
+	c.view.obl.Store(int32(unwritten))
+}
+
+// bufferFields is CLIENT LIST's qbuf ... tot-mem part.
+func (c *Client) bufferFields() string {
+	rbs, qbuf, obl := int64(c.view.rbs.Load()), int64(c.view.qbuf.Load()), int64(c.view.obl.Load())
+	var omem int64
+	if q := c.view.outq.Load(); q != nil {
+		omem = int64(q.pending())
+	}
+	return " qbuf=" + itoa(qbuf) + " qbuf-free=" + itoa(int64(c.view.qbufFree.Load())) +
+		" argv-mem=0 multi-mem=0 rbs=" + itoa(rbs) + " rbp=" + itoa(rbs) + " obl=" + itoa(obl) +
+		" oll=0 omem=" + itoa(omem) + " tot-mem=" + itoa(rbs+obl+omem)
 }
 
 func (c *Client) setDB(db int) {

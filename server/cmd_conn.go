@@ -128,6 +128,7 @@ func cmdHello(c *Client, args [][]byte) {
 		c.mu.Unlock()
 	}
 	c.proto = proto
+	c.view.proto.Store(int32(proto))
 	c.mapHeader(7)
 	c.bulkString("server")
 	c.bulkString("redis")
@@ -172,6 +173,7 @@ func cmdReset(c *Client, args [][]byte) {
 	c.resetSession()
 	c.setDB(0)
 	c.proto = 2
+	c.view.proto.Store(2)
 	c.mu.Lock()
 	c.name = ""
 	c.mu.Unlock()

@@ -76,6 +76,7 @@ func (lc *loopClient) Readable(fd int, now int64) netpoll.Action {
 	if perr := c.processInput(); perr != nil {
 		c.quit = true
 	}
+	c.noteBuffers(len(c.out) - c.outPos)
 	if c.detach || c.handoff != nil {
 		return netpoll.Detach
 	}

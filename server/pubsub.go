@@ -501,6 +501,7 @@ func (c *Client) startAsync() {
 	q := &outQueue{wake: make(chan struct{}, 1), done: make(chan struct{}), exited: make(chan struct{})}
 	q.proto.Store(int32(c.proto))
 	c.sess.outq = q
+	c.view.outq.Store(q)
 	go q.writer(c)
 	c.flushToQueue()
 }
@@ -532,6 +533,13 @@ func (c *Client) queueOutput() bool {
 
 // push appends b unless that passes the pubsub output limit, in which case
 // the client is disconnected.
+// pending is how many bytes wait to be written (CLIENT LIST omem).
+func (q *outQueue) pending() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.buf) + q.inflight
+}
+
 func (q *outQueue) push(c *Client, b []byte) {
 	lim := c.srv.outLimits.Load().pubsub
 	q.mu.Lock()

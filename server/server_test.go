@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -305,6 +306,9 @@ func TestClientListShowsSessions(t *testing.T) {
 		sawPsub = sawPsub || strings.Contains(line, " flags=P ") && strings.Contains(line, " sub=0 psub=1 ")
 		sawMulti = sawMulti || strings.Contains(line, " flags=x ") && strings.Contains(line, " multi=2 ")
 	}
+	if !strings.Contains(list, " rbs=16384 ") || !strings.Contains(list, " resp=2") {
+		t.Errorf("buffer fields or protocol missing:\n%s", list)
+	}
 	if !sawDB3 || !sawSub || !sawPsub || !sawMulti {
 		t.Fatalf("db=3 %v, subscriber %v, pattern subscriber %v, MULTI %v in:\n%s", sawDB3, sawSub, sawPsub, sawMulti, list)
 	}
@@ -359,4 +363,35 @@ func TestIdleTime(t *testing.T) {
 	}
 	t.Run("damselfly", func(t *testing.T) { run(t, startServer(t).Addr()) })
 	t.Run("redis", func(t *testing.T) { run(t, startRedis(t)) })
+}
+
+// TestClientListOutputMemory: a subscriber that does not read shows its
+// queued output in CLIENT LIST's omem (what monitoring watches to find slow
+// consumers).
+func TestClientListOutputMemory(t *testing.T) {
+	s := startServer(t)
+	ctx := context.Background()
+	admin := newClient(t, s)
+	sub := dialRaw(t, s)
+	sub.do("SUBSCRIBE", "ch")
+	sub.reply()
+	msg := strings.Repeat("m", 64<<10)
+	var omem int64
+	for i := 0; i < 200 && omem == 0; i++ {
+		admin.Publish(ctx, "ch", msg)
+		list := admin.ClientList(ctx).Val()
+		for _, line := range strings.Split(list, "\n") {
+			if strings.Contains(line, "flags=P") {
+				f := strings.Fields(line)
+				for _, kv := range f {
+					if v, ok := strings.CutPrefix(kv, "omem="); ok {
+						omem, _ = strconv.ParseInt(v, 10, 64)
+					}
+				}
+			}
+		}
+	}
+	if omem == 0 {
+		t.Fatal("omem stayed 0 for a subscriber that reads nothing")
+	}
 }
