@@ -21,6 +21,7 @@ type clientView struct {
 	// request.
 	qbuf, qbufFree, obl atomic.Int32
 	proto               atomic.Int32             // RESP version (HELLO)
+	multiMem            atomic.Int64             // argument bytes queued since MULTI
 	outq                atomic.Pointer[outQueue] // Pub/Sub output queue (omem)
 }
 
@@ -40,7 +41,7 @@ func (c *Client) bufferFields() string {
 		omem = int64(q.pending())
 	}
 	return " qbuf=" + itoa(qbuf) + " qbuf-free=" + itoa(int64(c.view.qbufFree.Load())) +
-		" argv-mem=0 multi-mem=0 rbs=" + itoa(rbs) + " rbp=" + itoa(rbs) + " obl=" + itoa(obl) +
+		" argv-mem=0 multi-mem=" + itoa(c.view.multiMem.Load()) + " rbs=" + itoa(rbs) + " rbp=" + itoa(rbs) + " obl=" + itoa(obl) +
 		" oll=0 omem=" + itoa(omem) + " tot-mem=" + itoa(rbs+obl+omem)
 }
 
@@ -51,6 +52,7 @@ func (c *Client) setDB(db int) {
 
 func (c *Client) setTx(tx *txState) {
 	c.sess.tx = tx
+	c.view.multiMem.Store(0)
 	if tx == nil {
 		c.view.multi.Store(-1)
 	} else {

@@ -88,6 +88,11 @@ func (c *Client) intercept(cmd *command, args [][]byte) bool {
 	if c.sess.tx != nil && !cmd.txPass {
 		c.sess.tx.queue = append(c.sess.tx.queue, queuedCmd{cmd: cmd, args: c.sess.txArena.copy(args)})
 		c.view.multi.Store(int32(len(c.sess.tx.queue)))
+		n := 0
+		for _, a := range args {
+			n += len(a)
+		}
+		c.view.multiMem.Add(int64(n))
 		c.simple("QUEUED")
 		return true
 	}

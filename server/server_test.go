@@ -304,7 +304,8 @@ func TestClientListShowsSessions(t *testing.T) {
 		sawDB3 = sawDB3 || strings.Contains(line, " db=3 ")
 		sawSub = sawSub || strings.Contains(line, " flags=P ") && strings.Contains(line, " sub=2 psub=0 ")
 		sawPsub = sawPsub || strings.Contains(line, " flags=P ") && strings.Contains(line, " sub=0 psub=1 ")
-		sawMulti = sawMulti || strings.Contains(line, " flags=x ") && strings.Contains(line, " multi=2 ")
+		sawMulti = sawMulti || strings.Contains(line, " flags=x ") && strings.Contains(line, " multi=2 ") &&
+			strings.Contains(line, " multi-mem=10 ") // SET k v + INCR n
 	}
 	if !strings.Contains(list, " rbs=16384 ") || !strings.Contains(list, " resp=2") {
 		t.Errorf("buffer fields or protocol missing:\n%s", list)
