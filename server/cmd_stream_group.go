@@ -361,16 +361,8 @@ func cmdXClaim(c *Client, args [][]byte) {
 	key, gname := args[1], args[2]
 	sh, h := c.lockKey(key)
 	defer c.unlockKey(sh)
-	e, s, bad := c.readStream(sh, h, key)
-	if bad {
-		return
-	}
-	var g *types.StreamGroup
-	if s != nil {
-		g = s.Group(gname)
-	}
-	if g == nil {
-		c.err(noGroupErr(key, gname))
+	e, s, g, ok := c.readGroup(sh, h, key, gname)
+	if !ok {
 		return
 	}
 	minIdle, ok := parseInt(args[4])
@@ -542,16 +534,8 @@ func cmdXAutoClaim(c *Client, args [][]byte) {
 	}
 	sh, h := c.lockKey(key)
 	defer c.unlockKey(sh)
-	e, s, bad := c.readStream(sh, h, key)
-	if bad {
-		return
-	}
-	var g *types.StreamGroup
-	if s != nil {
-		g = s.Group(gname)
-	}
-	if g == nil {
-		c.err(noGroupErr(key, gname))
+	e, s, g, ok := c.readGroup(sh, h, key, gname)
+	if !ok {
 		return
 	}
 	// Collect the candidates first: claiming changes the PEL.
@@ -638,4 +622,21 @@ func (c *Client) rewriteMany(cmds [][][]byte) {
 	default:
 		c.propagateMany = cmds
 	}
+}
+
+// readGroup finds consumer group gname of the stream at key (shard locked),
+// answering the error itself (wrong type, or NOGROUP) when there is none.
+func (c *Client) readGroup(sh *shard.Shard, h uint64, key, gname []byte) (e shard.Entry, s *types.Stream, g *types.StreamGroup, ok bool) {
+	e, s, bad := c.readStream(sh, h, key)
+	if bad {
+		return e, s, nil, false
+	}
+	if s != nil {
+		g = s.Group(gname)
+	}
+	if g == nil {
+		c.err(noGroupErr(key, gname))
+		return e, s, nil, false
+	}
+	return e, s, g, true
 }
