@@ -244,8 +244,9 @@ func (c *Client) admitCommand(cmd *command, args [][]byte) bool {
 		return s.usedMem.Load() <= s.cfg.maxMemory.Load()
 	}
 	var set shard.Set
-	if keys := cmd.keys(args); len(keys) > 0 {
-		for _, k := range keys {
+	c.sess.keyMem = cmd.appendKeys(c.sess.keyMem[:0], args)
+	if len(c.sess.keyMem) > 0 {
+		for _, k := range c.sess.keyMem {
 			s.store.Add(&set, k)
 		}
 	} else {
