@@ -103,6 +103,7 @@ func TestEvictionVolatileTTL(t *testing.T) {
 	for i := range 2000 {
 		c.Set(ctx, fmt.Sprintf("ttl:%d", i), val, time.Duration(1000+i)*time.Second)
 	}
+	runtime.GC()
 	time.Sleep(150 * time.Millisecond)
 	used := infoField(t, c, "memory", "used_memory")
 	c.ConfigSet(ctx, "maxmemory-policy", "volatile-ttl")
