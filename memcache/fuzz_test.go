@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/damselflydb/damselfly/shard"
 )
@@ -21,7 +22,9 @@ func runInput(t *testing.T, pieces ...[]byte) []byte {
 		}
 	}()
 	c := newConn(s, nil)
-	c.now = 1_700_000_000_000 // a fixed clock: both runs judge expiry and idle time alike
+	// The clock stays fixed during a run (read after the store was made:
+	// the shards' LRU clocks only move forward).
+	c.now = time.Now().UnixMilli()
 	for _, sh := range store.Shards() {
 		sh.Lock()
 		sh.Tick(c.now)

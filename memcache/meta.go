@@ -120,7 +120,7 @@ func containsByte(s string, ch byte) bool {
 
 // metaRet appends the return flags for an item (e may be nil on a miss:
 // then only O and k are echoed).
-func (c *conn) metaRet(o *metaOpts, key []byte, e *shard.Entry, cas uint64, now int64) {
+func (c *conn) metaRet(o *metaOpts, key []byte, e *shard.Entry, cas uint64, now int64, clock uint32) {
 	for _, ch := range o.ret {
 		if e == nil && ch != 'O' && ch != 'k' {
 			continue
@@ -153,7 +153,7 @@ func (c *conn) metaRet(o *metaOpts, key []byte, e *shard.Entry, cas uint64, now 
 			}
 		case 'l':
 			c.out = append(c.out, " l"...)
-			c.out = strconv.AppendInt(c.out, shard.IdleSeconds(e.Atime(), shard.LRUClock(now)), 10)
+			c.out = strconv.AppendInt(c.out, shard.IdleSeconds(e.Atime(), clock), 10)
 		}
 	}
 }
@@ -269,7 +269,7 @@ func (c *conn) cmdMetaGet(t [][]byte) {
 	} else {
 		c.out = append(c.out, "HD"...)
 	}
-	c.metaRet(&o, key, &e, cas, now)
+	c.metaRet(&o, key, &e, cas, now, sh.Clock())
 	if wonBefore {
 		c.out = append(c.out, " Z"...)
 	}
@@ -429,7 +429,7 @@ func (c *conn) cmdMetaDelete(t [][]byte) {
 	case exists:
 		c.out = append(c.out, "EX"...)
 	}
-	c.metaRet(&o, key, nil, 0, 0)
+	c.metaRet(&o, key, nil, 0, 0, 0)
 	c.out = append(c.out, "\r\n"...)
 }
 
@@ -512,6 +512,6 @@ func (c *conn) cmdMetaArith(t [][]byte) {
 		}
 		return
 	}
-	c.metaRet(&o, a.key, nil, 0, 0)
+	c.metaRet(&o, a.key, nil, 0, 0, 0)
 	c.out = append(c.out, "\r\n"...)
 }

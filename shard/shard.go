@@ -43,7 +43,15 @@ func newShard(id, dbnum int) *Shard {
 
 // Tick advances the shard's LRU clock to unix milliseconds now (the server
 // cron calls it; Lookup does too). Call it under the lock.
-func (sh *Shard) Tick(now int64) { sh.clock = LRUClock(now) }
+func (sh *Shard) Tick(now int64) {
+	// Forward only: callers read the time before taking the lock, so a
+	// later lock holder may bring an earlier time. A clock stepping back
+	// would make entries stamped a moment ago look 194 days idle (the
+	// 24-bit clock's wrap) to eviction and OBJECT IDLETIME.
+	if c := LRUClock(now); (c-sh.clock)&LRUClockMax < LRUClockMax/2 {
+		sh.clock = c
+	}
+}
 
 // Clock is the shard's LRU clock (under the lock).
 func (sh *Shard) Clock() uint32 { return sh.clock }
@@ -85,7 +93,7 @@ func (sh *Shard) PeekDB(i int) *DB { return sh.dbs[i] }
 func (sh *Shard) Lookup(db int, h uint64, key []byte, now int64) (Entry, bool) {
 	e, ok := sh.LookupNoTouch(db, h, key, now)
 	if ok {
-		sh.clock = LRUClock(now)
+		sh.Tick(now)
 		e.db.Touch(&e)
 	}
 	return e, ok
@@ -175,7 +183,7 @@ func (sh *Shard) SwapDB(a, b int) {
 //
 // A replica's shard deletes nothing: its primary sends the DELs.
 func (sh *Shard) ExpireCycle(now int64, rnd uint64, limit int) (deleted, sampled int) {
-	sh.clock = LRUClock(now)
+	sh.Tick(now)
 	if sh.replica {
 		return 0, 0
 	}
