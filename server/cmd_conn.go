@@ -7,14 +7,14 @@ import (
 )
 
 func registerConnection(reg registrar) {
-	reg("ping", -1, "fast", 0, 0, 0, "connection", cmdPing)
-	reg("echo", 2, "fast", 0, 0, 0, "connection", func(c *Client, a [][]byte) { c.bulk(a[1]) })
-	reg("quit", -1, "no_auth|fast", 0, 0, 0, "connection", func(c *Client, a [][]byte) { c.ok(); c.quit = true })
-	reg("auth", -2, "no_auth|fast", 0, 0, 0, "connection", cmdAuth)
-	reg("hello", -1, "no_auth|fast", 0, 0, 0, "connection", cmdHello)
-	reg("select", 2, "fast", 0, 0, 0, "connection", cmdSelect)
-	reg("client", -2, "admin", 0, 0, 0, "connection", cmdClient)
-	reg("reset", 1, "no_auth|fast", 0, 0, 0, "connection", cmdReset)
+	reg("ping", -1, "fast|x-no-data", 0, 0, 0, "connection", cmdPing)
+	reg("echo", 2, "fast|x-no-data", 0, 0, 0, "connection", func(c *Client, a [][]byte) { c.bulk(a[1]) })
+	reg("quit", -1, "no_auth|fast|x-tx-control|x-no-data", 0, 0, 0, "connection", func(c *Client, a [][]byte) { c.ok(); c.quit = true })
+	reg("auth", -2, "no_auth|fast|x-no-data", 0, 0, 0, "connection", cmdAuth)
+	reg("hello", -1, "no_auth|fast|x-no-data", 0, 0, 0, "connection", cmdHello)
+	reg("select", 2, "fast|x-no-data", 0, 0, 0, "connection", cmdSelect)
+	reg("client", -2, "admin|x-no-data", 0, 0, 0, "connection", cmdClient)
+	reg("reset", 1, "no_auth|fast|x-tx-control", 0, 0, 0, "connection", cmdReset)
 }
 
 func cmdPing(c *Client, args [][]byte) {

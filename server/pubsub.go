@@ -36,15 +36,15 @@ import (
 )
 
 func registerPubSub(reg registrar) {
-	reg("subscribe", -2, "pubsub|noscript|loading|stale", 0, 0, 0, "pubsub", func(c *Client, a [][]byte) { c.subscribe(kindChannel, a[1:]) })
-	reg("psubscribe", -2, "pubsub|noscript|loading|stale", 0, 0, 0, "pubsub", func(c *Client, a [][]byte) { c.subscribe(kindPattern, a[1:]) })
-	reg("ssubscribe", -2, "pubsub|noscript|loading|stale", 1, -1, 1, "pubsub", func(c *Client, a [][]byte) { c.subscribe(kindShard, a[1:]) })
-	reg("unsubscribe", -1, "pubsub|noscript|loading|stale", 0, 0, 0, "pubsub", func(c *Client, a [][]byte) { c.unsubscribe(kindChannel, a[1:]) })
-	reg("punsubscribe", -1, "pubsub|noscript|loading|stale", 0, 0, 0, "pubsub", func(c *Client, a [][]byte) { c.unsubscribe(kindPattern, a[1:]) })
+	reg("subscribe", -2, "pubsub|noscript|loading|stale|x-detach|x-no-data", 0, 0, 0, "pubsub", func(c *Client, a [][]byte) { c.subscribe(kindChannel, a[1:]) })
+	reg("psubscribe", -2, "pubsub|noscript|loading|stale|x-detach|x-no-data", 0, 0, 0, "pubsub", func(c *Client, a [][]byte) { c.subscribe(kindPattern, a[1:]) })
+	reg("ssubscribe", -2, "pubsub|noscript|loading|stale|x-detach", 1, -1, 1, "pubsub", func(c *Client, a [][]byte) { c.subscribe(kindShard, a[1:]) })
+	reg("unsubscribe", -1, "pubsub|noscript|loading|stale|x-no-data", 0, 0, 0, "pubsub", func(c *Client, a [][]byte) { c.unsubscribe(kindChannel, a[1:]) })
+	reg("punsubscribe", -1, "pubsub|noscript|loading|stale|x-no-data", 0, 0, 0, "pubsub", func(c *Client, a [][]byte) { c.unsubscribe(kindPattern, a[1:]) })
 	reg("sunsubscribe", -1, "pubsub|noscript|loading|stale", 1, -1, 1, "pubsub", func(c *Client, a [][]byte) { c.unsubscribe(kindShard, a[1:]) })
-	reg("publish", 3, "pubsub|loading|stale|fast|may_replicate", 0, 0, 0, "pubsub", cmdPublish)
+	reg("publish", 3, "pubsub|loading|stale|fast|may_replicate|x-no-data", 0, 0, 0, "pubsub", cmdPublish)
 	reg("spublish", 3, "pubsub|loading|stale|fast|may_replicate", 1, 1, 1, "pubsub", cmdSPublish)
-	reg("pubsub", -2, "", 0, 0, 0, "pubsub", cmdPubSub)
+	reg("pubsub", -2, "x-no-data", 0, 0, 0, "pubsub", cmdPubSub)
 }
 
 type subKind int
