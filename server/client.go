@@ -259,7 +259,13 @@ func (c *Client) execute(args [][]byte) {
 		c.txFlag()
 		return
 	}
-	if sub := cmd.lookupSub(c, args); sub != nil {
+	if cmd.subs != nil && len(args) > 1 {
+		sub := cmd.lookupSub(c, args)
+		if sub == nil {
+			c.err("ERR unknown subcommand '" + sanitize(args[1], 128) + "'. Try " + strings.ToUpper(cmd.name) + " HELP.")
+			c.txFlag()
+			return
+		}
 		cmd = sub
 	}
 	if !cmd.arityOK(args) {

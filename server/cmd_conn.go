@@ -14,6 +14,15 @@ func registerConnection(reg registrar) {
 	reg("hello", -1, "no_auth|fast|x-no-data", 0, 0, 0, "connection", cmdHello)
 	reg("select", 2, "fast|x-no-data", 0, 0, 0, "connection", cmdSelect)
 	reg("client", -2, "admin|x-no-data", 0, 0, 0, "connection", cmdClient)
+	reg("client|id", 2, "noscript|loading|stale", 0, 0, 0, "connection", cmdClient)
+	reg("client|setname", 3, "noscript|loading|stale", 0, 0, 0, "connection", cmdClient)
+	reg("client|getname", 2, "noscript|loading|stale", 0, 0, 0, "connection", cmdClient)
+	reg("client|info", 2, "noscript|loading|stale", 0, 0, 0, "connection", cmdClient)
+	reg("client|list", -2, "admin|noscript|loading|stale", 0, 0, 0, "connection", cmdClient)
+	reg("client|kill", -3, "admin|noscript|loading|stale", 0, 0, 0, "connection", cmdClient)
+	reg("client|unblock", -3, "admin|noscript|loading|stale", 0, 0, 0, "connection", cmdClient)
+	reg("client|no-evict", 3, "admin|noscript|loading|stale", 0, 0, 0, "connection", cmdClient)
+	reg("client|help", 2, "loading|stale", 0, 0, 0, "connection", cmdClient)
 	reg("reset", 1, "no_auth|fast|x-tx-control", 0, 0, 0, "connection", cmdReset)
 }
 

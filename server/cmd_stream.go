@@ -30,12 +30,22 @@ func registerStreams(reg registrar) {
 	reg("xread", -4, "readonly|blocking|movablekeys|x-block-option", 0, 0, 0, "stream", cmdXRead)
 	reg("xreadgroup", -7, "write|blocking|movablekeys|x-block-option", 0, 0, 0, "stream", cmdXRead)
 	reg("xgroup", -2, "write", 2, 2, 1, "stream", cmdXGroup)
+	reg("xgroup|create", -5, "write|denyoom", 2, 2, 1, "stream", cmdXGroup)
+	reg("xgroup|setid", -5, "write", 2, 2, 1, "stream", cmdXGroup)
+	reg("xgroup|destroy", 4, "write", 2, 2, 1, "stream", cmdXGroup)
+	reg("xgroup|createconsumer", 5, "write|denyoom", 2, 2, 1, "stream", cmdXGroup)
+	reg("xgroup|delconsumer", 5, "write", 2, 2, 1, "stream", cmdXGroup)
+	reg("xgroup|help", 2, "loading|stale", 0, 0, 0, "stream", cmdXGroup)
 	reg("xsetid", -3, "write|denyoom|fast", 1, 1, 1, "stream", cmdXSetID)
 	reg("xack", -4, "write|fast", 1, 1, 1, "stream", cmdXAck)
 	reg("xpending", -3, "readonly", 1, 1, 1, "stream", cmdXPending)
 	reg("xclaim", -6, "write|fast", 1, 1, 1, "stream", cmdXClaim)
 	reg("xautoclaim", -6, "write|fast", 1, 1, 1, "stream", cmdXAutoClaim)
 	reg("xinfo", -2, "readonly", 2, 2, 1, "stream", cmdXInfo)
+	reg("xinfo|consumers", 4, "readonly", 2, 2, 1, "stream", cmdXInfo)
+	reg("xinfo|groups", 3, "readonly", 2, 2, 1, "stream", cmdXInfo)
+	reg("xinfo|stream", -3, "readonly", 2, 2, 1, "stream", cmdXInfo)
+	reg("xinfo|help", 2, "loading|stale", 0, 0, 0, "stream", cmdXInfo)
 }
 
 const (

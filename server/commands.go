@@ -1,6 +1,5 @@
 package server
 
-
 // command is one entry of the command table (cmdtable.go): a command or a
 // subcommand ("parent|sub").
 type command struct {
@@ -80,4 +79,3 @@ func buildCommandTable() *cmdTable {
 }
 
 type registrar = func(name string, arity int, flags string, first, last, step int, group string, fn func(*Client, [][]byte))
-

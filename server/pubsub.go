@@ -45,6 +45,12 @@ func registerPubSub(reg registrar) {
 	reg("publish", 3, "pubsub|loading|stale|fast|may_replicate|x-no-data", 0, 0, 0, "pubsub", cmdPublish)
 	reg("spublish", 3, "pubsub|loading|stale|fast|may_replicate", 1, 1, 1, "pubsub", cmdSPublish)
 	reg("pubsub", -2, "x-no-data", 0, 0, 0, "pubsub", cmdPubSub)
+	reg("pubsub|channels", -2, "pubsub|loading|stale", 0, 0, 0, "pubsub", cmdPubSub)
+	reg("pubsub|shardchannels", -2, "pubsub|loading|stale", 0, 0, 0, "pubsub", cmdPubSub)
+	reg("pubsub|numsub", -2, "pubsub|loading|stale", 0, 0, 0, "pubsub", cmdPubSub)
+	reg("pubsub|shardnumsub", -2, "pubsub|loading|stale", 0, 0, 0, "pubsub", cmdPubSub)
+	reg("pubsub|numpat", 2, "pubsub|loading|stale", 0, 0, 0, "pubsub", cmdPubSub)
+	reg("pubsub|help", 2, "loading|stale", 0, 0, 0, "pubsub", cmdPubSub)
 }
 
 type subKind int

@@ -42,6 +42,11 @@ func registerScripting(reg registrar) {
 	reg("eval_ro", -3, "noscript|stale|skip_monitor|no_mandatory_keys|movablekeys|readonly|x-detach|x-all-shards", 0, 0, 0, "scripting", func(c *Client, a [][]byte) { c.evalGeneric(a, false, true) })
 	reg("evalsha_ro", -3, "noscript|stale|skip_monitor|no_mandatory_keys|movablekeys|readonly|x-detach|x-all-shards", 0, 0, 0, "scripting", func(c *Client, a [][]byte) { c.evalGeneric(a, true, true) })
 	reg("script", -2, "noscript|x-no-data", 0, 0, 0, "scripting", cmdScript)
+	reg("script|load", 3, "noscript|stale", 0, 0, 0, "scripting", cmdScript)
+	reg("script|exists", -3, "noscript", 0, 0, 0, "scripting", cmdScript)
+	reg("script|flush", -2, "noscript", 0, 0, 0, "scripting", cmdScript)
+	reg("script|kill", 2, "noscript|allow_busy", 0, 0, 0, "scripting", cmdScript)
+	reg("script|help", 2, "loading|stale", 0, 0, 0, "scripting", cmdScript)
 }
 
 // scriptCache holds loaded scripts and the Lua VM.
