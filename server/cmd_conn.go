@@ -7,9 +7,9 @@ import (
 )
 
 func registerConnection(reg registrar) {
-	reg("ping", -1, "fast|x-no-data", 0, 0, 0, "connection", cmdPing)
+	reg("ping", -1, "fast|x-no-data|x-pubsub-context", 0, 0, 0, "connection", cmdPing)
 	reg("echo", 2, "fast|x-no-data", 0, 0, 0, "connection", func(c *Client, a [][]byte) { c.bulk(a[1]) })
-	reg("quit", -1, "no_auth|fast|x-tx-control|x-no-data", 0, 0, 0, "connection", func(c *Client, a [][]byte) { c.ok(); c.quit = true })
+	reg("quit", -1, "no_auth|fast|x-tx-control|x-no-data|x-pubsub-context", 0, 0, 0, "connection", func(c *Client, a [][]byte) { c.ok(); c.quit = true })
 	reg("auth", -2, "no_auth|fast|x-no-data", 0, 0, 0, "connection", cmdAuth)
 	reg("hello", -1, "no_auth|fast|x-no-data", 0, 0, 0, "connection", cmdHello)
 	reg("select", 2, "fast|x-no-data", 0, 0, 0, "connection", cmdSelect)
@@ -23,7 +23,7 @@ func registerConnection(reg registrar) {
 	reg("client|unblock", -3, "admin|noscript|loading|stale", 0, 0, 0, "connection", cmdClient)
 	reg("client|no-evict", 3, "admin|noscript|loading|stale", 0, 0, 0, "connection", cmdClient)
 	reg("client|help", 2, "loading|stale", 0, 0, 0, "connection", cmdClient)
-	reg("reset", 1, "no_auth|fast|x-tx-control", 0, 0, 0, "connection", cmdReset)
+	reg("reset", 1, "no_auth|fast|x-tx-control|x-pubsub-context", 0, 0, 0, "connection", cmdReset)
 }
 
 func cmdPing(c *Client, args [][]byte) {

@@ -24,7 +24,8 @@ package server
 //     x-all-shards  needs every shard held whatever its keys (scripts);
 //     x-own-locks   locks shards or waits for other goroutines itself, so it
 //                   must never run while its client holds shards: EXEC
-//                   releases its locks around it (REPLICAOF, DEBUG).
+//                   releases its locks around it (REPLICAOF, DEBUG);
+//     x-pubsub-context allowed on a RESP2 connection in Pub/Sub mode.
 //     A subcommand has its parent's tokens and handler unless registered
 //     itself ("config|get").
 //   - An entry without a handler is not implemented: it is absent from
@@ -96,6 +97,7 @@ const (
 	xNoData      = "x-no-data"
 	xAllShards   = "x-all-shards"
 	xOwnLocks    = "x-own-locks"
+	xPubSubCtx   = "x-pubsub-context"
 )
 
 // cmdTable is the table being built: every entry by name, subcommands
@@ -213,6 +215,8 @@ func (cmd *command) setX(f string) {
 		cmd.allShards = true
 	case xOwnLocks:
 		cmd.ownLocks = true
+	case xPubSubCtx:
+		cmd.pubsubContext = true
 	default:
 		panic("command table: unknown property " + f + " of " + cmd.name)
 	}
@@ -250,6 +254,7 @@ func (cmd *command) inherit(p *command) {
 	cmd.dataless = cmd.dataless || p.dataless
 	cmd.allShards = cmd.allShards || p.allShards
 	cmd.ownLocks = cmd.ownLocks || p.ownLocks
+	cmd.pubsubContext = cmd.pubsubContext || p.pubsubContext
 }
 
 // settle derives the dispatch properties from the facts and tokens.

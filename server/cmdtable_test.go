@@ -211,3 +211,23 @@ func TestExecKeylessCommandsDoNotDeadlock(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryImplementedCommandHasSummary keeps the docs column complete.
+func TestEveryImplementedCommandHasSummary(t *testing.T) {
+	tb := buildCommandTable()
+	for _, cmd := range tb.finish() {
+		if cmd.summary == "" {
+			t.Errorf("%s has no summary in cmdtable_docs.go", cmd.name)
+		}
+		for _, s := range cmd.visibleSubs() {
+			if s.summary == "" {
+				t.Errorf("%s has no summary in cmdtable_docs.go", s.name)
+			}
+		}
+	}
+	for name := range cmdSummaries {
+		if tb.all[name] == nil {
+			t.Errorf("summary of %q, which is no table entry", name)
+		}
+	}
+}

@@ -26,13 +26,14 @@ type command struct {
 	blocking bool
 
 	// Damselfly's properties (x- registration tokens, cmdtable.go).
-	mayBlock    bool // never run on an event loop (Client.mayBlock)
-	blockOption bool // blocks only when given BLOCK (blockOptionGiven)
-	txPass      bool // runs at once inside MULTI instead of being queued
-	dataless    bool // no key arguments, yet touches no data
-	allShards   bool // needs every shard held
-	ownLocks    bool // locks or waits itself: never run holding shards
-	lockAll     bool // EXEC must hold every shard to run it (settle)
+	mayBlock      bool // never run on an event loop (Client.mayBlock)
+	blockOption   bool // blocks only when given BLOCK (blockOptionGiven)
+	txPass        bool // runs at once inside MULTI instead of being queued
+	dataless      bool // no key arguments, yet touches no data
+	allShards     bool // needs every shard held
+	ownLocks      bool // locks or waits itself: never run holding shards
+	pubsubContext bool // allowed to a RESP2 subscriber
+	lockAll       bool // EXEC must hold every shard to run it (settle)
 
 	redis  bool                // Redis 7.0 has it (facts generated)
 	reg    *registration       // what the handler file registered (nil: none)
