@@ -580,8 +580,10 @@ func (c *Client) scriptCall(sr *scriptRun, args [][]byte) []byte {
 	if cmd == nil {
 		return []byte("-ERR Unknown Redis command called from script\r\n")
 	}
-	if sub := cmd.lookupSub(c, args); sub != nil {
-		cmd = sub
+	if cmd.subs != nil && len(args) > 1 {
+		if cmd = cmd.lookupSub(c, args); cmd == nil {
+			return []byte("-ERR Unknown Redis command called from script\r\n")
+		}
 	}
 	if !cmd.arityOK(args) {
 		return []byte("-ERR Wrong number of args calling Redis command from script\r\n")
