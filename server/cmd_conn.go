@@ -142,7 +142,7 @@ func cmdHello(c *Client, args [][]byte) {
 	c.bulkString("server")
 	c.bulkString("redis")
 	c.bulkString("version")
-	c.bulkString(Version)
+	c.bulkString(RedisVersion)
 	c.bulkString("proto")
 	c.int(int64(proto))
 	c.bulkString("id")

@@ -362,7 +362,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 	uptime := int64(time.Since(s.started).Seconds())
 	if want("server") {
 		section("Server")
-		field("redis_version", Version)
+		field("redis_version", RedisVersion)
 		field("damselfly_version", Version)
 		field("redis_mode", "standalone")
 		field("os", runtime.GOOS+" "+runtime.GOARCH)
