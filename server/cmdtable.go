@@ -267,20 +267,19 @@ func (cmd *command) settle() {
 		return
 	}
 	if len(cmd.specs) == 0 {
-		cmd.lockAll = !cmd.dataless && !cmd.hasKeyArgsByLegacyRange()
+		// No keys: every shard, unless it touches no data at all.
+		cmd.lockAll = !cmd.dataless
 		return
 	}
 	for i := range cmd.specs {
 		if !cmd.specs[i].complete() {
-			cmd.lockAll = true
+			cmd.lockAll = true // keys the specs cannot find
 		}
 	}
 }
 
-func (cmd *command) hasKeyArgsByLegacyRange() bool { return cmd.firstKey > 0 }
-
-// implemented reports whether a subcommand shows in COMMAND: registered
-// itself, or a command with a handler.
+// implemented reports whether an entry was registered (a subcommand
+// shows in COMMAND only then).
 func (cmd *command) implemented() bool { return cmd.reg != nil }
 
 // visibleSubs returns the implemented subcommands, by name.
