@@ -317,8 +317,12 @@ func (c *Client) commandGetKeys(args [][]byte, withFlags bool) {
 			keys = nil
 			break
 		}
+		flags := ks.flags
+		if strings.Contains(flags, "variable_flags") {
+			flags = variableKeyFlags(cmd, call, flags)
+		}
 		for _, k := range got {
-			keys = append(keys, found{k, ks.flags})
+			keys = append(keys, found{k, flags})
 		}
 	}
 	if len(keys) == 0 {
@@ -352,4 +356,28 @@ func (cmd *command) hasFlag(f string) bool {
 		}
 	}
 	return false
+}
+
+// variableKeyFlags resolves the access flags of a key spec marked
+// variable_flags for one call, as Redis's key extraction does: SET only
+// reads the old value with GET; BITFIELD only reads when every operation
+// is a GET.
+func variableKeyFlags(cmd *command, call [][]byte, flags string) string {
+	switch cmd.name {
+	case "set":
+		for _, a := range call[3:] {
+			if eq(a, "get") {
+				return "RW|access|update"
+			}
+		}
+		return "OW|update"
+	case "bitfield":
+		for _, a := range call[2:] {
+			if eq(a, "set") || eq(a, "incrby") {
+				return "RW|access|update"
+			}
+		}
+		return "RO|access"
+	}
+	return flags
 }
