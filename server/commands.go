@@ -70,6 +70,7 @@ func commandTable() map[string]*command {
 	registerSets(reg)
 	registerZSets(reg)
 	registerStreams(reg)
+	registerBitmaps(reg)
 	return t
 }
 
