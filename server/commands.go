@@ -71,6 +71,7 @@ func commandTable() map[string]*command {
 	registerZSets(reg)
 	registerStreams(reg)
 	registerBitmaps(reg)
+	registerHyperLogLog(reg)
 	return t
 }
 
