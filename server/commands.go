@@ -72,6 +72,7 @@ func commandTable() map[string]*command {
 	registerStreams(reg)
 	registerBitmaps(reg)
 	registerHyperLogLog(reg)
+	registerGeo(reg)
 	return t
 }
 
