@@ -73,6 +73,8 @@ func commandTable() map[string]*command {
 	registerBitmaps(reg)
 	registerHyperLogLog(reg)
 	registerGeo(reg)
+	registerSort(reg)
+	registerLCS(reg)
 	return t
 }
 
