@@ -59,6 +59,11 @@ func bitString(c *Client, sh *shard.Shard, h uint64, key []byte, need uint64) (e
 		if uint64(len(cur)) >= need {
 			return e, found, cur, false, true
 		}
+		// A big string grows in place with spare capacity, as Redis's
+		// sds does, instead of a whole copy per extension.
+		if ne, ok := sh.DB(c.db).GrowString(&e, int(need)); ok {
+			return ne, found, ne.Str(), false, true
+		}
 	}
 	p = make([]byte, need)
 	copy(p, cur)

@@ -15,13 +15,17 @@ import (
 
 // TestPointInTimeInPlaceStrings changes string values in place (after
 // DB.Modify, as SETBIT, BITFIELD, PFADD and PFCOUNT do when the length does
-// not change) while a snapshot runs, and checks the file holds the values
-// as of the cut.
+// not change) and grows big ones in place (DB.GrowString) while a snapshot
+// runs, and checks the file holds the values as of the cut.
 func TestPointInTimeInPlaceStrings(t *testing.T) {
 	const nkeys = 20000
 	st := shard.NewStore(4, 1)
 	for i := 0; i < nkeys; i++ {
-		put(st, 0, fmt.Sprint("b", i), shard.Value{Type: shard.TypeString, Str: make([]byte, 64)})
+		size := 64
+		if i%100 == 0 {
+			size = 20000 // big: grown in place by DB.GrowString
+		}
+		put(st, 0, fmt.Sprint("b", i), shard.Value{Type: shard.TypeString, Str: make([]byte, size)})
 	}
 	var (
 		want    map[string]string
@@ -43,7 +47,12 @@ func TestPointInTimeInPlaceStrings(t *testing.T) {
 			sh.Lock()
 			s := seq.Add(1)
 			e, ok := sh.Lookup(0, h, k, time.Now().UnixMilli())
-			if ok {
+			if ok && len(e.Str()) >= 20000 && r.IntN(2) == 0 {
+				if g, grown := sh.DB(0).GrowString(&e, len(e.Str())+1+r.IntN(3)); grown {
+					p := g.Str()
+					p[len(p)-1] = byte(s)
+				}
+			} else if ok {
 				sh.DB(0).Modify(&e)
 				p := e.Str()
 				p[r.IntN(len(p))] = byte(s)
