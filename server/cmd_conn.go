@@ -224,6 +224,8 @@ func cmdClient(c *Client, args [][]byte) {
 		c.clientKill(args[2:])
 	case "unblock":
 		c.clientUnblock(args)
+	case "reply":
+		c.clientReply(args)
 	case "setinfo", "no-evict", "no-touch":
 		c.ok()
 	case "help":
