@@ -82,9 +82,10 @@ func cmdPFAdd(c *Client, args [][]byte) {
 	} else {
 		p = hll.New()
 	}
+	sparseMax := c.lim().HLLSparseMaxBytes
 	for _, ele := range args[2:] {
 		var r int
-		p, r = hll.Add(p, ele, hll.DefaultSparseMaxBytes)
+		p, r = hll.Add(p, ele, sparseMax)
 		if r < 0 {
 			c.err(errInvalidHLL)
 			return
@@ -182,6 +183,7 @@ func cmdPFMerge(c *Client, args [][]byte) {
 			return
 		}
 	}
+	sparseMax := c.lim().HLLSparseMaxBytes
 	for i, v := range regs {
 		if v == 0 {
 			continue
@@ -189,7 +191,7 @@ func cmdPFMerge(c *Client, args [][]byte) {
 		if hll.Encoding(p) == hll.Dense {
 			hll.DenseSet(p[hll.HeaderSize:], i, v)
 		} else {
-			p, _ = hll.SparseSet(p, i, v, hll.DefaultSparseMaxBytes)
+			p, _ = hll.SparseSet(p, i, v, sparseMax)
 		}
 	}
 	hll.Invalidate(p)
@@ -287,12 +289,12 @@ func cmdPFSelfTest(c *Client, args [][]byte) {
 		for k := range buf {
 			buf[k] = byte(v >> (8 * k))
 		}
-		dense, _ = hll.Add(dense, buf[:], hll.DefaultSparseMaxBytes)
-		sparse, _ = hll.Add(sparse, buf[:], hll.DefaultSparseMaxBytes)
+		dense, _ = hll.Add(dense, buf[:], c.lim().HLLSparseMaxBytes)
+		sparse, _ = hll.Add(sparse, buf[:], c.lim().HLLSparseMaxBytes)
 		if j != checkpoint {
 			continue
 		}
-		if j < hll.DefaultSparseMaxBytes/2 && hll.Encoding(sparse) != hll.Sparse {
+		if j < c.lim().HLLSparseMaxBytes/2 && hll.Encoding(sparse) != hll.Sparse {
 			c.err("TESTFAILED sparse encoding not used")
 			return
 		}
