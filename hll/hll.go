@@ -379,16 +379,28 @@ func Add(p []byte, ele []byte, sparseMax int) ([]byte, int) {
 	return SparseSet(p, idx, count, sparseMax)
 }
 
+// unpackDense calls fn with every four registers packed in three bytes of
+// the dense registers (Registers*6/8 bytes): the fast path of Merge and
+// Count.
+func unpackDense(regs []byte, fn func(i int, a, b, c, d uint8)) {
+	regs = regs[:Registers*regBits/8]
+	for i, j := 0, 0; j+3 <= len(regs); i, j = i+4, j+3 {
+		b0, b1, b2 := regs[j], regs[j+1], regs[j+2]
+		fn(i, b0&63, (b0>>6|b1<<2)&63, (b1>>4|b2<<4)&63, b2>>2)
+	}
+}
+
 // Merge raises max[i] to p's register i for every register; it reports
 // false when p is corrupt.
 func Merge(max *[Registers]uint8, p []byte) bool {
 	if p[4] == Dense {
-		regs := p[HeaderSize:]
-		for i := 0; i < Registers; i++ {
-			if v := DenseGet(regs, i); v > max[i] {
-				max[i] = v
-			}
-		}
+		unpackDense(p[HeaderSize:], func(i int, a, b, c, d uint8) {
+			m := max[i : i+4 : i+4]
+			m[0] = maxU8(m[0], a)
+			m[1] = maxU8(m[1], b)
+			m[2] = maxU8(m[2], c)
+			m[3] = maxU8(m[3], d)
+		})
 		return true
 	}
 	return walkSparse(p[HeaderSize:], func(first, n int, v uint8) bool {
@@ -405,10 +417,12 @@ func Merge(max *[Registers]uint8, p []byte) bool {
 func Count(p []byte) (uint64, bool) {
 	var histo [64]int
 	if p[4] == Dense {
-		regs := p[HeaderSize:]
-		for i := 0; i < Registers; i++ {
-			histo[DenseGet(regs, i)]++
-		}
+		unpackDense(p[HeaderSize:], func(_ int, a, b, c, d uint8) {
+			histo[a]++
+			histo[b]++
+			histo[c]++
+			histo[d]++
+		})
 	} else {
 		ok := walkSparse(p[HeaderSize:], func(first, n int, v uint8) bool {
 			histo[v] += n
@@ -419,6 +433,13 @@ func Count(p []byte) (uint64, bool) {
 		}
 	}
 	return estimate(&histo), true
+}
+
+func maxU8(a, b uint8) uint8 {
+	if b > a {
+		return b
+	}
+	return a
 }
 
 // CountRegisters estimates the cardinality of plain registers (the union
