@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBigStringsGrowInPlace extends big strings many times with APPEND,
@@ -25,7 +26,7 @@ func TestBigStringsGrowInPlace(t *testing.T) {
 	set("a", bytes.Clone(big))
 	set("r", bytes.Clone(big))
 	set("b", bytes.Clone(big))
-	rdb.Expire(ctx, "a", 1e9)
+	rdb.Expire(ctx, "a", time.Hour)
 	pipe := rdb.Pipeline()
 	for i := 0; i < 2000; i++ {
 		chunk := strings.Repeat(string(rune('a'+i%26)), 1+i%37)
