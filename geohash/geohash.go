@@ -164,8 +164,15 @@ type Shape struct {
 func (s *Shape) Within(score float64) (lon, lat, dist float64, ok bool) {
 	lon, lat = Decode(score)
 	if !s.Box {
+		r := float64(s.Radius * s.Conv)
+		// A great circle is never shorter than its latitude difference:
+		// points clearly farther than that (beyond a margin far above any
+		// rounding) skip the trigonometry and are outside in Redis too.
+		if latDistance(lat, s.Lat) > r*(1+1e-9)+1e-6 {
+			return lon, lat, 0, false
+		}
 		dist = Distance(s.Lon, s.Lat, lon, lat)
-		return lon, lat, dist, dist <= float64(s.Radius*s.Conv)
+		return lon, lat, dist, dist <= r
 	}
 	w, h := float64(s.Width*s.Conv), float64(s.Height*s.Conv)
 	if latDistance(lat, s.Lat) > h/2 {
