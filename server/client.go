@@ -74,6 +74,8 @@ type Client struct {
 	laddr    string
 	isUnix   bool
 
+	reply replyState // CLIENT REPLY ON|OFF|SKIP (cmd_client_reply.go)
+
 	lower  [32]byte // scratch for lower-casing command names
 	numBuf [24]byte // scratch for formatting a number (a stack buffer would escape)
 
@@ -252,6 +254,10 @@ func (c *Client) processInput() error {
 // execute runs one command, recovering from a panic inside it so that one
 // bad command never takes the server down.
 func (c *Client) execute(args [][]byte) {
+	if c.reply.mode != replyOn || c.reply.changed {
+		mark, mode := c.reply.begin(c)
+		defer c.reply.after(c, mark, mode)
+	}
 	name := c.lowerName(args[0])
 	cmd := c.srv.cmds[name]
 	if cmd == nil {

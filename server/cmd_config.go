@@ -194,6 +194,8 @@ func limitParams(m map[string]configParam) {
 		{[]string{"list-max-listpack-size", "list-max-ziplist-size"}, func(l *types.Limits) *int { return &l.ListMaxListpackSize }, false, math.MinInt32, math.MaxInt32},
 		{[]string{"stream-node-max-bytes"}, func(l *types.Limits) *int { return &l.StreamNodeMaxBytes }, true, 0, math.MaxInt64},
 		{[]string{"stream-node-max-entries"}, func(l *types.Limits) *int { return &l.StreamNodeMaxEntries }, false, 0, math.MaxInt64},
+		{[]string{"hll-sparse-max-bytes"}, func(l *types.Limits) *int { return &l.HLLSparseMaxBytes }, true, 0, math.MaxInt64},
+		{[]string{"list-compress-depth"}, func(l *types.Limits) *int { return &l.ListCompressDepth }, false, 0, math.MaxInt32},
 	} {
 		p := p
 		param := configParam{
