@@ -264,6 +264,9 @@ func (c *Client) execute(args [][]byte) {
 		c.txFlag()
 		return
 	}
+	if c.debugDenied(cmd) {
+		return
+	}
 	if !c.authed && !cmd.noAuth {
 		c.err("NOAUTH Authentication required.")
 		return

@@ -510,7 +510,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		n := len(s.clients)
 		s.clientsMu.Unlock()
 		field("connected_clients", n)
-		field("maxclients", 10000)
+		field("maxclients", s.limitsConn.max.Load())
 		field("blocked_clients", s.blockedClients())
 	}
 	if want("memory") {

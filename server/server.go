@@ -68,6 +68,13 @@ type Config struct {
 	// GoroutinePerConn serves every connection on its own goroutine instead
 	// of the epoll event loops (the only mode off Linux).
 	GoroutinePerConn bool
+	// EnableProtectedConfigs and EnableDebugCommand are Redis 7's
+	// enable-protected-configs / enable-debug-command: "no" (also ""),
+	// "yes" or "local" (protected.go).
+	EnableProtectedConfigs string
+	EnableDebugCommand     string
+	// MaxClients bounds connections over all ports (maxclients; 0: 10000).
+	MaxClients int
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -152,6 +159,10 @@ type Server struct {
 	// blocking is the registry of clients waiting in BLPOP and friends.
 	blocking blockRegistry
 
+	// enableProtectedConfigs and enableDebug are fixed at New (protected.go).
+	enableProtectedConfigs, enableDebug string
+	limitsConn                          connLimits // maxclients (maxclients.go)
+
 	shutdownOnce sync.Once
 	done         chan struct{}
 	wg           sync.WaitGroup
@@ -198,6 +209,9 @@ func New(cfg Config) *Server {
 	s.blocking.init()
 	s.cmds = commandTable()
 	s.configParams = configParams()
+	s.enableProtectedConfigs = normProtected(cfg.EnableProtectedConfigs)
+	s.enableDebug = normProtected(cfg.EnableDebugCommand)
+	s.limitsConn.init(cfg.MaxClients)
 	s.initReplication(cfg)
 	s.journal = s.repl.Append
 	return s
@@ -242,7 +256,8 @@ func (s *Server) Start(cfg Config) error {
 		}
 		s.mc = memcache.New(s.store, memcache.Config{MaxItemSize: cfg.MaxItemSize, Logger: s.log,
 			Journal: s.commitMemcached, Loops: s.loops, Admit: s.admitWrite,
-			MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load})
+			MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load,
+			Accept: s.admitMemcached})
 		mln, err := s.mc.Listen(net.JoinHostPort(cfg.Bind, strconv.Itoa(port)))
 		if err != nil {
 			for _, l := range s.listeners {
@@ -305,6 +320,11 @@ func (s *Server) acceptLoop(l net.Listener) {
 				nc.Close()
 				continue
 			}
+		}
+		if !s.admitConn() {
+			_, _ = nc.Write([]byte(maxClientsReply))
+			nc.Close()
+			continue
 		}
 		s.stats.connections.Add(1)
 		c := s.newClient(nc)
