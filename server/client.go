@@ -26,6 +26,7 @@ const (
 
 // resetOut empties c.out after it was written.
 func (c *Client) resetOut() {
+	c.obufSoftSince = 0 // all written: no longer over the soft output limit
 	if n := cap(c.out); n > keepOutBytes && (n > reuseOutBytes || len(c.out) < n/4) {
 		c.out = nil
 	} else {
@@ -107,6 +108,9 @@ type Client struct {
 	// noBlock makes blocking commands answer at once as if timed out (set
 	// while running EXEC or a script, as Redis does).
 	noBlock bool
+	// obufSoftSince is when the pending output first passed the soft
+	// output buffer limit (unix ns; 0: under it). See outlimit.go.
+	obufSoftSince int64
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -245,6 +249,9 @@ func (c *Client) processInput() error {
 			return nil
 		}
 		c.r += n
+		if c.outputLimitReached() {
+			return nil
+		}
 	}
 	return nil
 }

@@ -30,9 +30,10 @@ func startServer(t testing.TB, mutate ...func(*Config)) *Server {
 func startServerPrepared(t testing.TB, prepare func(*Server), mutate ...func(*Config)) *Server {
 	t.Helper()
 	cfg := Config{Port: 0, Bind: "127.0.0.1", Shards: 4, DBNum: 16, Dir: t.TempDir(), DBFilename: "dump.rdb",
-		EnableDebugCommand: ProtectedLocal, // tests use DEBUG; protected_test.go checks the default
-		Logger:             slog.New(slog.NewTextHandler(io.Discard, nil)),
-		GoroutinePerConn:   os.Getenv("DAMSELFLY_GOROUTINE_PER_CONN") == "1"}
+		// Tests use DEBUG and CONFIG SET dir; admission_test.go checks the defaults.
+		EnableDebugCommand: ProtectedLocal, EnableProtectedConfigs: ProtectedLocal,
+		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
+		GoroutinePerConn: os.Getenv("DAMSELFLY_GOROUTINE_PER_CONN") == "1"}
 	if testing.Verbose() {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -153,7 +154,7 @@ func TestScripts(t *testing.T) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			// Redis's defaults, so replies compare with redis-server's.
-			s := startServer(t, func(c *Config) { c.EnableDebugCommand = "" })
+			s := startServer(t, func(c *Config) { c.EnableDebugCommand, c.EnableProtectedConfigs = "", "" })
 			runScript(t, f, s.Addr())
 		})
 	}

@@ -103,6 +103,9 @@ type stats struct {
 	rejected    atomic.Int64
 	keyHits     atomic.Int64
 	keyMisses   atomic.Int64
+	// outputLimitDisconnects counts clients closed for their output
+	// buffer limit (outlimit.go).
+	outputLimitDisconnects atomic.Int64
 }
 
 // Server is a running Damselfly instance.
