@@ -111,6 +111,9 @@ type Client struct {
 	// obufSoftSince is when the pending output first passed the soft
 	// output buffer limit (unix ns; 0: under it). See outlimit.go.
 	obufSoftSince int64
+	// waitedNs is how long the running command waited holding no shard
+	// (blockOn), which the watchdog does not count.
+	waitedNs int64
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -314,7 +317,9 @@ func (c *Client) execute(args [][]byte) {
 		}
 	}()
 	c.propagate = args
+	start := c.watchStart()
 	cmd.fn(c, args)
+	c.watchEnd(cmd, args, start)
 	c.propagate, c.propagateMany = nil, nil
 }
 

@@ -171,6 +171,7 @@ func configParams() map[string]configParam {
 	limitParams(m)
 	protectedParams(m)
 	maxClientsParam(m)
+	watchdogParam(m)
 	return m
 }
 

@@ -541,6 +541,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		field("total_commands_processed", s.stats.commands.Load())
 		field("rejected_connections", s.stats.rejected.Load())
 		field("client_output_buffer_limit_disconnections", s.stats.outputLimitDisconnects.Load()) // Redis 7.2's name
+		s.watchdogInfo(field)
 		var expired int64
 		for _, sh := range s.store.Shards() {
 			c.lockShard(sh)

@@ -165,6 +165,7 @@ type Server struct {
 	// enableProtectedConfigs and enableDebug are fixed at New (protected.go).
 	enableProtectedConfigs, enableDebug string
 	limitsConn                          connLimits // maxclients (maxclients.go)
+	wd                                  watchdog   // slow shard holders (watchdog.go)
 
 	shutdownOnce sync.Once
 	done         chan struct{}
@@ -215,6 +216,7 @@ func New(cfg Config) *Server {
 	s.enableProtectedConfigs = normProtected(cfg.EnableProtectedConfigs)
 	s.enableDebug = normProtected(cfg.EnableDebugCommand)
 	s.limitsConn.init(cfg.MaxClients)
+	s.wd.thresholdMs.Store(defaultWatchdogMs)
 	s.initReplication(cfg)
 	s.journal = s.repl.Append
 	return s
