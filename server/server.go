@@ -166,6 +166,7 @@ type Server struct {
 	enableProtectedConfigs, enableDebug string
 	limitsConn                          connLimits // maxclients (maxclients.go)
 	wd                                  watchdog   // slow shard holders (watchdog.go)
+	reclaim                             reclaimer  // GC before refusing a write (memreclaim.go)
 
 	shutdownOnce sync.Once
 	done         chan struct{}
