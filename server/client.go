@@ -26,6 +26,7 @@ const (
 
 // resetOut empties c.out after it was written.
 func (c *Client) resetOut() {
+	c.obufSoftSince = 0 // all written: no longer over the soft output limit
 	if n := cap(c.out); n > keepOutBytes && (n > reuseOutBytes || len(c.out) < n/4) {
 		c.out = nil
 	} else {
@@ -109,6 +110,12 @@ type Client struct {
 	// noBlock makes blocking commands answer at once as if timed out (set
 	// while running EXEC or a script, as Redis does).
 	noBlock bool
+	// obufSoftSince is when the pending output first passed the soft
+	// output buffer limit (unix ns; 0: under it). See outlimit.go.
+	obufSoftSince int64
+	// waitedNs is how long the running command waited holding no shard
+	// (blockOn), which the watchdog does not count.
+	waitedNs int64
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -247,6 +254,9 @@ func (c *Client) processInput() error {
 			return nil
 		}
 		c.r += n
+		if c.outputLimitReached() {
+			return nil
+		}
 	}
 	return nil
 }
@@ -277,6 +287,9 @@ func (c *Client) execute(args [][]byte) {
 	if !cmd.arityOK(args) {
 		c.err("ERR wrong number of arguments for '" + cmd.name + "' command")
 		c.txFlag()
+		return
+	}
+	if c.debugDenied(cmd) {
 		return
 	}
 	if !c.authed && !cmd.noAuth {
@@ -319,7 +332,9 @@ func (c *Client) execute(args [][]byte) {
 		}
 	}()
 	c.propagate = args
+	start := c.watchStart()
 	cmd.fn(c, args)
+	c.watchEnd(cmd, args, start)
 	c.propagate, c.propagateMany = nil, nil
 }
 

@@ -169,6 +169,9 @@ func configParams() map[string]configParam {
 		"timeout": {get: func(s *Server) string { return "0" }},
 	}
 	limitParams(m)
+	protectedParams(m)
+	maxClientsParam(m)
+	watchdogParam(m)
 	return m
 }
 
@@ -280,6 +283,10 @@ func cmdConfig(c *Client, args [][]byte) {
 			p, ok := params[name]
 			if !ok || p.set == nil {
 				c.err("ERR Unknown option or number of arguments for CONFIG SET - '" + sanitize(args[i], 128) + "'")
+				return
+			}
+			if why := c.configSetDenied(name); why != "" {
+				c.err("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + why)
 				return
 			}
 		}

@@ -166,9 +166,8 @@ func validClientName(b []byte) bool {
 }
 
 func cmdSelect(c *Client, args [][]byte) {
-	n, ok := parseInt(args[1])
+	n, ok := parseInt32Arg(c, args[1])
 	if !ok {
-		c.errNotInteger()
 		return
 	}
 	if n < 0 || n >= int64(c.srv.store.DBNum()) {

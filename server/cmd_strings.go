@@ -436,7 +436,7 @@ func cmdSetRange(c *Client, args [][]byte) {
 		c.int(int64(len(cur)))
 		return
 	}
-	if off+int64(len(val)) > maxStringBytes {
+	if off > maxStringBytes-int64(len(val)) { // not off+len: that overflows for huge offsets
 		c.err("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
 		return
 	}
