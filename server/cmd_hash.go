@@ -336,13 +336,17 @@ func cmdHScan(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	pattern, count, ok := scanOpts(c, args[3:])
-	if !ok {
-		return
-	}
 	sh, hs, bad := c.readHash(args[1])
 	defer c.unlockKey(sh)
 	if bad {
+		return
+	}
+	if hs == nil { // Redis answers a missing key before it reads the options
+		c.emptyScan()
+		return
+	}
+	pattern, count, ok := scanOpts(c, args[3:])
+	if !ok {
 		return
 	}
 	var out [][]byte

@@ -172,8 +172,14 @@ func cmdObject(c *Client, args [][]byte) {
 		c.simple("OBJECT <subcommand> [<arg> ...]. Subcommands are: ENCODING, FREQ, IDLETIME, REFCOUNT, HELP.")
 		return
 	}
+	switch sub {
+	case "encoding", "refcount", "idletime", "freq":
+	default: // Redis 7 looks subcommands up in its table before arity
+		c.err("ERR unknown subcommand '" + sanitize(args[1], 128) + "'. Try OBJECT HELP.")
+		return
+	}
 	if len(args) != 3 {
-		c.err("ERR unknown subcommand or wrong number of arguments for '" + sanitize(args[1], 128) + "'. Try OBJECT HELP.")
+		c.err("ERR wrong number of arguments for 'object|" + sub + "' command")
 		return
 	}
 	sh, h := c.lockKey(args[2])

@@ -208,21 +208,22 @@ func cmdGetDel(c *Client, args [][]byte) {
 func cmdGetEx(c *Client, args [][]byte) {
 	var expireAt int64
 	persist, set := false, false
+	// The time is checked only once the key is known to be a string, as
+	// Redis does: GETEX missing EXAT 0 answers nil.
+	var expArg []byte
+	var expUnit int64
+	var expAbs bool
 	for i := 2; i < len(args); i++ {
 		a := args[i]
 		switch {
 		case eq(a, "persist") && !set:
 			persist, set = true, true
 		case (eq(a, "ex") || eq(a, "px") || eq(a, "exat") || eq(a, "pxat")) && !set && i+1 < len(args):
-			unit := int64(1000)
+			expUnit = int64(1000)
 			if a[0] == 'p' || a[0] == 'P' {
-				unit = 1
+				expUnit = 1
 			}
-			at, ok := parseExpire(c, "getex", args[i+1], unit, len(a) == 4)
-			if !ok {
-				return
-			}
-			expireAt, set = at, true
+			expArg, expAbs, set = args[i+1], len(a) == 4, true
 			i++
 		default:
 			c.errSyntax()
@@ -239,6 +240,11 @@ func cmdGetEx(c *Client, args [][]byte) {
 	if e.Type() != shard.TypeString {
 		c.errWrongType()
 		return
+	}
+	if expArg != nil {
+		if expireAt, ok = parseExpire(c, "getex", expArg, expUnit, expAbs); !ok {
+			return
+		}
 	}
 	c.bulk(e.Str())
 	switch {

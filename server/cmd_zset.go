@@ -1016,13 +1016,17 @@ func cmdZScan(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	pattern, count, ok := scanOpts(c, args[3:])
-	if !ok {
-		return
-	}
 	sh, z, bad := c.readZSet(args[1])
 	defer c.unlockKey(sh)
 	if bad {
+		return
+	}
+	if z == nil { // Redis answers a missing key before it reads the options
+		c.emptyScan()
+		return
+	}
+	pattern, count, ok := scanOpts(c, args[3:])
+	if !ok {
 		return
 	}
 	var out [][]byte
