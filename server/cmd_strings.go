@@ -2,6 +2,7 @@ package server
 
 import (
 	"math"
+	"math/big"
 	"strconv"
 
 	"github.com/damselflydb/damselfly/shard"
@@ -525,35 +526,36 @@ func parseFloat(b []byte) (float64, bool) {
 }
 
 func cmdIncrByFloat(c *Client, args [][]byte) {
-	by, ok := parseFloat(args[2])
-	if !ok {
-		c.errNotFloat()
-		return
-	}
 	sh, h := c.lockKey(args[1])
 	defer c.unlockKey(sh)
 	e, found := sh.Lookup(c.db, h, args[1], now())
-	var cur float64
+	// Redis's order: the type, the stored value, then the increment, all
+	// in long double (longdouble.go).
+	cur := new(big.Float)
 	var expireAt int64
 	if found {
 		if e.Type() != shard.TypeString {
 			c.errWrongType()
 			return
 		}
-		v, ok := parseFloat(e.Str())
+		v, ok := parseLongDouble(e.Str())
 		if !ok {
 			c.errNotFloat()
 			return
 		}
 		cur, expireAt = v, e.ExpireAt()
 	}
-	cur += by
-	if math.IsNaN(cur) || math.IsInf(cur, 0) {
+	by, ok := parseLongDouble(args[2])
+	if !ok {
+		c.errNotFloat()
+		return
+	}
+	sum, ok := addLongDouble(cur, by)
+	if !ok {
 		c.err("ERR increment would produce NaN or Infinity")
 		return
 	}
-	var tmp [64]byte
-	val := appendHumanFloat(tmp[:0], cur)
+	val := appendLongDouble(nil, sum)
 	// Replicated as the resulting value, so float formatting on replicas
 	// cannot make them diverge.
 	c.rewrite([]byte("SET"), args[1], append([]byte(nil), val...), []byte("KEEPTTL"))
