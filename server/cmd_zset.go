@@ -60,18 +60,7 @@ func (c *Client) readZSet(key []byte) (sh *shard.Shard, z *types.ZSet, bad bool)
 }
 
 // parseScore parses a score as Redis's getDoubleFromObject does.
-func parseScore(b []byte) (float64, bool) {
-	if len(b) == 0 || isSpace(b[0]) {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(string(b), 64)
-	if err != nil {
-		if ne, ok := err.(*strconv.NumError); !ok || ne.Err != strconv.ErrRange || !math.IsInf(f, 0) {
-			return 0, false
-		}
-	}
-	return f, !math.IsNaN(f) && !hasHexOrUnderscore(b)
-}
+func parseScore(b []byte) (float64, bool) { return types.ParseDouble(b) }
 
 func cmdZAdd(c *Client, args [][]byte) {
 	var flags types.ZAddFlags
@@ -856,6 +845,30 @@ func zsetOpGeneric(c *Client, args [][]byte, numIdx int, dst []byte, op int, car
 	for i := range srcs {
 		srcs[i].weight = 1
 	}
+	// Redis checks the keys' types before it reads the options.
+	var set *shard.Set
+	if dst != nil {
+		set = c.lockKeys(keys, [][]byte{dst})
+	} else {
+		set = c.lockKeys(keys)
+	}
+	defer c.unlock(set)
+	for i, k := range keys {
+		sh, h := c.srv.store.ShardOf(k)
+		e, found := sh.Lookup(c.db, h, k, now())
+		if !found {
+			continue
+		}
+		switch e.Type() {
+		case shard.TypeZSet:
+			srcs[i].z = e.Obj().(*types.ZSet)
+		case shard.TypeSet:
+			srcs[i].s = e.Obj().(*types.Set)
+		default:
+			c.errWrongType()
+			return
+		}
+	}
 	agg, withScores := aggSum, false
 	limit := int64(0)
 	for j := numIdx + 1 + int(n); j < len(args); {
@@ -904,29 +917,6 @@ func zsetOpGeneric(c *Client, args [][]byte, numIdx int, dst []byte, op int, car
 			j += 2
 		default:
 			c.errSyntax()
-			return
-		}
-	}
-	var set *shard.Set
-	if dst != nil {
-		set = c.lockKeys(keys, [][]byte{dst})
-	} else {
-		set = c.lockKeys(keys)
-	}
-	defer c.unlock(set)
-	for i, k := range keys {
-		sh, h := c.srv.store.ShardOf(k)
-		e, found := sh.Lookup(c.db, h, k, now())
-		if !found {
-			continue
-		}
-		switch e.Type() {
-		case shard.TypeZSet:
-			srcs[i].z = e.Obj().(*types.ZSet)
-		case shard.TypeSet:
-			srcs[i].s = e.Obj().(*types.Set)
-		default:
-			c.errWrongType()
 			return
 		}
 	}
