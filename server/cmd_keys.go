@@ -194,7 +194,14 @@ func cmdCopy(c *Client, args [][]byte) {
 
 func cmdMove(c *Client, args [][]byte) {
 	n, ok := parseInt(args[2])
-	if !ok || n < 0 || n >= int64(c.srv.store.DBNum()) {
+	switch {
+	case !ok:
+		c.errNotInteger()
+		return
+	case n < math.MinInt32 || n > math.MaxInt32:
+		c.err("ERR value is out of range, value must between -2147483648 and 2147483647")
+		return
+	case n < 0 || n >= int64(c.srv.store.DBNum()):
 		c.err("ERR DB index is out of range")
 		return
 	}
@@ -283,9 +290,8 @@ func cmdKeys(c *Client, args [][]byte) {
 const scanShardBits = 8
 
 func cmdScan(c *Client, args [][]byte) {
-	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
-	if err != nil {
-		c.err("ERR invalid cursor")
+	cursor, ok := parseCursor(c, args[1])
+	if !ok {
 		return
 	}
 	count := int64(10)
@@ -375,11 +381,6 @@ func (c *Client) scanKeys(cursor uint64, count int64, pattern []byte, typ string
 // expireGeneric implements EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT.
 func expireGeneric(c *Client, args [][]byte, unit int64, absolute bool) {
 	name := lower(args[0])
-	n, ok := parseInt(args[2])
-	if !ok {
-		c.errNotInteger()
-		return
-	}
 	var nx, xx, gt, lt bool
 	for _, a := range args[3:] {
 		switch {
@@ -402,6 +403,12 @@ func expireGeneric(c *Client, args [][]byte, unit int64, absolute bool) {
 	}
 	if gt && lt {
 		c.err("ERR GT and LT options at the same time are not compatible")
+		return
+	}
+	// The time is read after the options, as Redis does.
+	n, ok := parseInt(args[2])
+	if !ok {
+		c.errNotInteger()
 		return
 	}
 	if n > math.MaxInt64/unit || n < math.MinInt64/unit {

@@ -85,6 +85,10 @@ func cmdSet(c *Client, args [][]byte) {
 	flags := 0
 	var expireAt int64
 	hasExpire := false
+	var expOpt string
+	var expArg []byte
+	var expUnit int64
+	var expAbs bool
 	for i := 3; i < len(args); i++ {
 		a := args[i]
 		next := i+1 < len(args)
@@ -97,19 +101,26 @@ func cmdSet(c *Client, args [][]byte) {
 			flags |= setGet
 		case eq(a, "keepttl") && !hasExpire:
 			flags |= setKeepTTL
-		case (eq(a, "ex") || eq(a, "px") || eq(a, "exat") || eq(a, "pxat")) && !hasExpire && flags&setKeepTTL == 0 && next:
-			unit := int64(1000)
+		case (eq(a, "ex") || eq(a, "px") || eq(a, "exat") || eq(a, "pxat")) && (!hasExpire || eq(a, expOpt)) &&
+			flags&setKeepTTL == 0 && next:
+			// Redis takes the same option twice (the last wins), not two.
+			expOpt = lower(a)
+			expUnit = int64(1000)
 			if a[0] == 'p' || a[0] == 'P' {
-				unit = 1
+				expUnit = 1
 			}
-			at, ok := parseExpire(c, "set", args[i+1], unit, len(a) == 4)
-			if !ok {
-				return
-			}
-			expireAt, hasExpire = at, true
+			expArg, expAbs, hasExpire = args[i+1], len(a) == 4, true
 			i++
 		default:
 			c.errSyntax()
+			return
+		}
+	}
+	// Like Redis, the time is checked after the whole syntax: SET k v PX 0
+	// PXAT 1 is a syntax error.
+	if hasExpire {
+		var ok bool
+		if expireAt, ok = parseExpire(c, "set", expArg, expUnit, expAbs); !ok {
 			return
 		}
 	}
@@ -209,6 +220,7 @@ func cmdGetDel(c *Client, args [][]byte) {
 func cmdGetEx(c *Client, args [][]byte) {
 	var expireAt int64
 	persist, set := false, false
+	var expOpt string
 	// The time is checked only once the key is known to be a string, as
 	// Redis does: GETEX missing EXAT 0 answers nil.
 	var expArg []byte
@@ -217,9 +229,10 @@ func cmdGetEx(c *Client, args [][]byte) {
 	for i := 2; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case eq(a, "persist") && !set:
+		case eq(a, "persist") && (!set || persist):
 			persist, set = true, true
-		case (eq(a, "ex") || eq(a, "px") || eq(a, "exat") || eq(a, "pxat")) && !set && i+1 < len(args):
+		case (eq(a, "ex") || eq(a, "px") || eq(a, "exat") || eq(a, "pxat")) && (!set || !persist && eq(a, expOpt)) && i+1 < len(args):
+			expOpt = lower(a)
 			expUnit = int64(1000)
 			if a[0] == 'p' || a[0] == 'P' {
 				expUnit = 1
