@@ -1,6 +1,7 @@
 package difftest
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,10 +33,18 @@ import (
 //     moments. Blocking commands block either for a few ms (then answer
 //     nil on both) or with no timeout until CLIENT UNBLOCK (runner.block,
 //     runner.unblock), never on a race between a timeout and a push.
-//  4. Identity: HELLO names the server and its version; it is sent only at
+//  4. DUMP of a set or hash held in a hash table (RDB types 2 and 4)
+//     lists the elements in the table's order (and the CRC follows):
+//     compared by type and length. Other types must match byte for byte.
+//  5. Identity: HELLO names the server and its version; it is sent only at
 //     the start of a sequence and not compared. CLIENT ID, INFO, TIME and
 //     the like are not generated. XADD with "*" is not generated (IDs
 //     from the clock); explicit and "ms-*" IDs are.
+//
+// Known, not fixed here: Redis 7 checks a subcommand's arity when MULTI
+// queues it ("OBJECT REFCOUNT" is refused and the transaction aborts);
+// Damselfly's command table has no subcommand arities, so it queues it
+// and answers the error in EXEC. Not generated inside MULTI.
 //
 // Known bugs being fixed on other branches (issue 13) are not generated:
 // glob patterns with many stars (at most two here), SETRANGE with huge
@@ -72,6 +81,12 @@ func normalize(args []string, v value) string {
 			return sorted(v).render()
 		}
 		return shape(v).render()
+	case "dump":
+		// A set or hash in a hash table (RDB types 2 and 4) is dumped in
+		// the table's order: compare the type and length only.
+		if (v.kind == '$' || v.kind == '=') && len(v.str) > 0 && (v.str[0] == 2 || v.str[0] == 4) {
+			return fmt.Sprintf("DUMP of RDB type %d, %d bytes", v.str[0], len(v.str))
+		}
 	case "xpending":
 		if len(args) > 3 && v.kind == '*' {
 			for i := range v.elems {

@@ -80,10 +80,11 @@ func TestDifferential(t *testing.T) {
 		if d == nil {
 			continue
 		}
-		if found[d.summary] {
+		kind := strings.TrimPrefix(d.summary, "EXEC/")
+		if found[kind] {
 			continue
 		}
-		found[d.summary] = true
+		found[kind] = true
 		min, md := minimize(r, seq[:d.at+min(1, len(seq)-d.at)], cfg.conns, d, 300, 90*time.Second)
 		t.Errorf("divergence (seed %d, DIFFTEST_SEED=%d DIFFTEST_ONE=1 to rerun): %s\nminimal sequence (%d steps):\n%s\n%s",
 			s, s, d.summary, len(min), render(min), md)

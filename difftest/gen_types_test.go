@@ -671,7 +671,7 @@ func (g *gen) scan() []string {
 		args = []string{"ZSCAN", g.key("zset"), "0"}
 	}
 	if g.chance(0.05) {
-		args[len(args)-1] = g.pick("abc", "-1", "18446744073709551616")
+		args[len(args)-1] = g.pick("abc", "", "+0", "18446744073709551616") // not "-1": cursors are each server's own
 	}
 	if g.chance(0.4) {
 		args = append(args, "MATCH", g.pattern())
