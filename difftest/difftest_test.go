@@ -186,3 +186,32 @@ func startRedis(t *testing.T) string {
 	t.Fatal("redis-server did not start")
 	return ""
 }
+
+// TestReplay runs a sequence written in the report's format
+// (DIFFTEST_REPLAY=file), for debugging a minimized divergence.
+func TestReplay(t *testing.T) {
+	file := os.Getenv("DIFFTEST_REPLAY")
+	if file == "" {
+		t.Skip("DIFFTEST_REPLAY not set")
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := parseSteps(string(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := newRunner(startRedis(t), startDamselfly(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	d, err := r.run(seq, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d != nil {
+		t.Fatal(d)
+	}
+}

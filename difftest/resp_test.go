@@ -99,7 +99,7 @@ func (c *conn) send(args []string) error {
 }
 
 // ready tells whether a reply starts arriving within d.
-func (c *conn) ready(d time.Duration) bool {
+func (c *conn) ready(d time.Duration) bool { // d > 0: Go does not read past a deadline
 	if c.rd.Buffered() > 0 {
 		return true
 	}

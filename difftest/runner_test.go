@@ -303,7 +303,7 @@ func (r *runner) block(c int, args []string) (*divergence, error) {
 				break
 			}
 			if time.Now().After(deadline) {
-				return nil, fmt.Errorf("%s: neither answered nor blocked", s.name)
+				return nil, fmt.Errorf("%s: neither answered nor blocked (blocked_clients %d, want %d)", s.name, n, want)
 			}
 		}
 	}
@@ -396,7 +396,7 @@ func (r *runner) checkParked() (*divergence, error) {
 						got++
 						continue
 					}
-					if s.conns[c].ready(0) {
+					if s.conns[c].ready(time.Millisecond) { // a past deadline would not even try to read
 						v, raw, err := s.conns[c].read(replyDeadline)
 						if err != nil {
 							return nil, fmt.Errorf("%s: %v", s.name, err)
