@@ -1024,7 +1024,7 @@ func cmdZScan(c *Client, args [][]byte) {
 	if z != nil {
 		next = z.Scan(cursor, count, func(m []byte, s float64) {
 			if pattern == nil || globMatch(pattern, m, false) {
-				out = append(out, append([]byte(nil), m...), appendDouble(nil, s))
+				out = append(out, append([]byte(nil), m...), appendD2String(nil, s))
 			}
 		})
 	}
@@ -1034,4 +1034,18 @@ func cmdZScan(c *Client, args [][]byte) {
 	for _, b := range out {
 		c.bulk(b)
 	}
+}
+
+// appendD2String formats a score as Redis's d2string, which ZSCAN answers
+// (and listpacks store): integral values within +-2^62 as integers
+// (1e17 is "100000000000000000", where ZSCORE says "1e+17"), -0 as "-0",
+// the rest as "%.17g".
+func appendD2String(b []byte, f float64) []byte {
+	if f == 0 && math.Signbit(f) {
+		return append(b, "-0"...)
+	}
+	if f >= -(math.MaxInt64/2) && f <= math.MaxInt64/2 && f == math.Trunc(f) {
+		return strconv.AppendInt(b, int64(f), 10)
+	}
+	return appendDouble(b, f)
 }
