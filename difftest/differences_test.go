@@ -49,6 +49,10 @@ import (
 //     the like are not generated. XADD with "*" is not generated (IDs
 //     from the clock); explicit and "ms-*" IDs are.
 //
+// Not generated because Redis leaves it undefined: lex ranges
+// (ZRANGEBYLEX, ZLEXCOUNT, ZREMRANGEBYLEX, ZRANGE BYLEX) over a sorted
+// set whose scores differ; they go to "zl", whose scores are all 0.
+//
 // Known, not fixed here: Redis 7 checks a subcommand's arity when MULTI
 // queues it ("OBJECT REFCOUNT" is refused and the transaction aborts);
 // Damselfly's command table has no subcommand arities, so it queues it

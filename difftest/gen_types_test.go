@@ -338,7 +338,7 @@ func (g *gen) zsets() []string {
 	case 7:
 		return []string{"ZCOUNT", k, g.rangeScore(), g.rangeScore()}
 	case 8:
-		return []string{"ZLEXCOUNT", k, g.lex(), g.lex()}
+		return []string{"ZLEXCOUNT", g.lexKey(), g.lex(), g.lex()}
 	case 9:
 		return []string{"ZSCORE", k, g.member()}
 	case 10:
@@ -353,7 +353,7 @@ func (g *gen) zsets() []string {
 		case 1:
 			args = []string{"ZRANGE", k, g.rangeScore(), g.rangeScore(), "BYSCORE"}
 		default:
-			args = []string{"ZRANGE", k, g.lex(), g.lex(), "BYLEX"}
+			args = []string{"ZRANGE", g.lexKey(), g.lex(), g.lex(), "BYLEX"}
 		}
 		if g.chance(0.3) {
 			args = append(args, "REV")
@@ -375,7 +375,7 @@ func (g *gen) zsets() []string {
 		}
 		return args
 	case 16:
-		args := []string{g.pick("ZRANGEBYLEX", "ZREVRANGEBYLEX"), k, g.lex(), g.lex()}
+		args := []string{g.pick("ZRANGEBYLEX", "ZREVRANGEBYLEX"), g.lexKey(), g.lex(), g.lex()}
 		if g.chance(0.3) {
 			args = append(args, "LIMIT", g.idx(), g.idx())
 		}
@@ -397,7 +397,7 @@ func (g *gen) zsets() []string {
 	case 20:
 		return []string{"ZREMRANGEBYSCORE", k, g.rangeScore(), g.rangeScore()}
 	case 21:
-		return []string{"ZREMRANGEBYLEX", k, g.lex(), g.lex()}
+		return []string{"ZREMRANGEBYLEX", g.lexKey(), g.lex(), g.lex()}
 	case 22, 23:
 		args := []string{g.pick("ZPOPMIN", "ZPOPMAX"), k}
 		if g.chance(0.5) {
@@ -463,8 +463,15 @@ func (g *gen) zsets() []string {
 			args = append(args, "WITHSCORES")
 		}
 		return args
-	case 30, 31:
+	case 30:
 		return []string{"OBJECT", "ENCODING", k}
+	case 31, 32:
+		// All of zl's scores are 0: lex ranges are defined only then.
+		args := []string{"ZADD", "zl"}
+		for _, m := range g.members(1, 4) {
+			args = append(args, "0", m)
+		}
+		return args
 	}
 	return []string{"ZRANGE", k, "0", "-1", "WITHSCORES"}
 }
@@ -683,4 +690,14 @@ func (g *gen) scan() []string {
 		args = append(args, "TYPE", g.pick("string", "list", "hash", "set", "zset", "stream", "bogus"))
 	}
 	return args
+}
+
+// lexKey is the key of the lex range commands: "zl", whose members all
+// score 0 (Redis leaves lex ranges over different scores undefined), or
+// now and then a key of another type or none.
+func (g *gen) lexKey() string {
+	if g.chance(0.9) {
+		return "zl"
+	}
+	return g.pick("s1", "l1", "nokey")
 }
