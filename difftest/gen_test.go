@@ -90,6 +90,14 @@ type gen struct {
 
 func generate(seed uint64, cfg seqConfig) []step {
 	g := &gen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), cfg: cfg, pending: map[int]bool{}}
+	if g.chance(0.4) {
+		// Small encoding limits, so conversions between compact and
+		// full encodings happen often (runner.reset restores defaults).
+		n := func(lo, hi int) string { return strconv.Itoa(lo + g.n(hi-lo+1)) }
+		g.cmd(0, "CONFIG", "SET", "hash-max-listpack-entries", n(1, 8), "hash-max-listpack-value", n(2, 16),
+			"set-max-intset-entries", n(1, 8), "zset-max-listpack-entries", n(1, 8), "zset-max-listpack-value", n(2, 16),
+			"list-max-listpack-size", g.pick("1", "2", "4", "-1"))
+	}
 	for c := 0; c < cfg.conns; c++ {
 		if g.chance(0.3) {
 			g.steps = append(g.steps, step{kind: stHello, conn: c, args: []string{"HELLO", "3"}})

@@ -10,6 +10,11 @@ import (
 
 const replyDeadline = 10 * time.Second
 
+// defaultLimits are Redis 7.0's encoding limits, set before each sequence.
+var defaultLimits = []string{"CONFIG", "SET", "hash-max-listpack-entries", "512", "hash-max-listpack-value", "64",
+	"set-max-intset-entries", "512", "zset-max-listpack-entries", "128", "zset-max-listpack-value", "64",
+	"list-max-listpack-size", "-2"}
+
 // side is one server under test: its client connections and a control
 // connection (FLUSHALL, INFO, CLIENT UNBLOCK) whose replies are not part of
 // the comparison.
@@ -93,6 +98,9 @@ func (r *runner) reset(nconns int) error {
 		s.conns, s.ids, s.pending = nil, nil, make([]bool, nconns)
 		if v, err := s.ctlDo("FLUSHALL"); err != nil || v.kind != '+' {
 			return fmt.Errorf("%s: FLUSHALL: %v %v", s.name, v.render(), err)
+		}
+		if v, err := s.ctlDo(defaultLimits...); err != nil || v.kind != '+' {
+			return fmt.Errorf("%s: CONFIG SET: %v %v", s.name, v.render(), err)
 		}
 		for i := 0; i < nconns; i++ {
 			c, err := dial(s.addr)
