@@ -812,10 +812,18 @@ const (
 
 func aggregate(agg int, acc, v float64) float64 {
 	switch agg {
+	// Redis keeps the accumulator unless v is strictly smaller (larger):
+	// MIN of 0 and -0 is whichever came first, where math.Min says -0.
 	case aggMin:
-		return math.Min(acc, v)
+		if v < acc {
+			return v
+		}
+		return acc
 	case aggMax:
-		return math.Max(acc, v)
+		if v > acc {
+			return v
+		}
+		return acc
 	}
 	r := acc + v
 	if math.IsNaN(r) {
