@@ -154,7 +154,7 @@ func (g *gen) action() {
 	switch x := g.n(100); {
 	case x < 70:
 		c := g.conn()
-		g.cmd(c, g.command()...)
+		g.cmd(c, g.mutate(g.command())...)
 		g.flushResync()
 	case x < 79:
 		g.transaction()
@@ -488,4 +488,16 @@ func (g *gen) admin() []string {
 		return []string{"PUBLISH", "chan", g.val()}
 	}
 	return []string{"DBSIZE"}
+}
+
+// mutate now and then drops the last argument or adds one, to reach arity
+// errors and options missing their value.
+func (g *gen) mutate(args []string) []string {
+	switch x := g.n(100); {
+	case x < 3 && len(args) > 1:
+		return args[:len(args)-1]
+	case x < 5:
+		return append(args, g.pick("junk", "0", "COUNT", "LIMIT", "WITHSCORES", ""))
+	}
+	return args
 }
