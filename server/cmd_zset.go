@@ -1030,9 +1030,16 @@ func cmdZScan(c *Client, args [][]byte) {
 	var out [][]byte
 	next := uint64(0)
 	if z != nil {
+		// A listpack answers the score text it stores (d2string), a
+		// skiplist formats the double ("%.17Lg"): 1e17 reads
+		// 100000000000000000 in one and 1e+17 in the other.
+		format := appendDouble
+		if z.Encoding() == "listpack" {
+			format = appendD2String
+		}
 		next = z.Scan(cursor, count, func(m []byte, s float64) {
 			if pattern == nil || globMatch(pattern, m, false) {
-				out = append(out, append([]byte(nil), m...), appendD2String(nil, s))
+				out = append(out, append([]byte(nil), m...), format(nil, s))
 			}
 		})
 	}
@@ -1044,8 +1051,8 @@ func cmdZScan(c *Client, args [][]byte) {
 	}
 }
 
-// appendD2String formats a score as Redis's d2string, which ZSCAN answers
-// (and listpacks store): integral values within +-2^62 as integers
+// appendD2String formats a score as Redis's d2string, which listpacks
+// store and ZSCAN of a listpack answers: integral values within +-2^62 as integers
 // (1e17 is "100000000000000000", where ZSCORE says "1e+17"), -0 as "-0",
 // the rest as "%.17g".
 func appendD2String(b []byte, f float64) []byte {
