@@ -34,7 +34,7 @@ func (s step) String() string {
 	case stSleep:
 		return fmt.Sprintf("~ sleep %dms", s.ms)
 	case stUnblock:
-		return c + " ~ CLIENT UNBLOCK <" + c + ">"
+		return strings.TrimSpace(c + " ~ CLIENT UNBLOCK <" + c + "> " + strings.Join(s.args, " "))
 	case stResync:
 		return c + " ~ DEL " + quoteArg(s.args[0]) + " (both sides, not compared)"
 	case stHello:
@@ -125,7 +125,11 @@ func (g *gen) conn() int {
 
 func (g *gen) free(c int) {
 	if g.pending[c] {
-		g.steps = append(g.steps, step{kind: stUnblock, conn: c})
+		st := step{kind: stUnblock, conn: c}
+		if g.chance(0.2) {
+			st.args = []string{"ERROR"} // the client gets -UNBLOCKED
+		}
+		g.steps = append(g.steps, st)
 		delete(g.pending, c)
 	}
 }

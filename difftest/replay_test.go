@@ -35,6 +35,9 @@ func parseSteps(text string) ([]step, error) {
 		switch {
 		case strings.HasPrefix(rest, "~ CLIENT UNBLOCK"):
 			st.kind = stUnblock
+			if strings.HasSuffix(rest, " ERROR") {
+				st.args = []string{"ERROR"}
+			}
 			out = append(out, st)
 			continue
 		case strings.HasPrefix(rest, "~ HELLO 3"):

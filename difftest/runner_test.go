@@ -189,7 +189,7 @@ func (r *runner) step(st step) (*divergence, error) {
 		time.Sleep(time.Duration(st.ms) * time.Millisecond)
 		return nil, nil
 	case stUnblock:
-		return r.unblock(c)
+		return r.unblock(c, st.args...)
 	}
 	if r.sides[0].pending[c] || r.sides[1].pending[c] {
 		// A minimized sequence may have lost the release: do it here.
@@ -452,12 +452,12 @@ func (r *runner) checkParked() (*divergence, error) {
 
 // unblock releases connection c with CLIENT UNBLOCK on both sides and
 // compares what the command answers.
-func (r *runner) unblock(c int) (*divergence, error) {
+func (r *runner) unblock(c int, how ...string) (*divergence, error) {
 	var vals [2]value
 	var raws [2][]byte
 	var got [2]bool
 	for i, s := range r.sides {
-		v, err := s.ctlDo("CLIENT", "UNBLOCK", s.ids[c])
+		v, err := s.ctlDo(append([]string{"CLIENT", "UNBLOCK", s.ids[c]}, how...)...)
 		if err != nil {
 			return nil, fmt.Errorf("%s: CLIENT UNBLOCK: %v", s.name, err)
 		}
