@@ -128,6 +128,9 @@ func (g *gen) keyspace() []string {
 	case 18:
 		return []string{"DBSIZE"}
 	case 19:
+		if g.chance(0.5) {
+			return []string{"OBJECT", g.pick("REFCOUNT", "FREQ", "IDLETIME"), k}
+		}
 		return []string{"OBJECT", g.pick("REFCOUNT", "bogus", "ENCODING")}
 	case 20:
 		return []string{"RESTORE", g.anyKey(), "0", g.pick("garbage", "", "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a")}
@@ -606,6 +609,13 @@ func (g *gen) streams() []string {
 			return []string{"XINFO", "GROUPS", k}
 		case 1:
 			return []string{"XINFO", "CONSUMERS", k, grp}
+		}
+		if g.chance(0.4) {
+			args := []string{"XINFO", "STREAM", k, "FULL"}
+			if g.chance(0.5) {
+				args = append(args, "COUNT", g.pick("0", "1", "2", "-1", "abc"))
+			}
+			return args
 		}
 		return []string{"XINFO", "STREAM", k}
 	case 26:
