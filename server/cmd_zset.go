@@ -138,7 +138,10 @@ func zaddGeneric(c *Client, key []byte, pairs [][]byte, flags types.ZAddFlags, c
 			}
 			return
 		}
-		z = types.NewZSetSized(len(scores), len(pairs[1]), lim)
+		// Redis 7.0 sizes a new sorted set from its first member only
+		// and converts as it grows, so -0 scores pass through the
+		// listpack (and read back 0) even in a ZADD of 200 members.
+		z = types.NewZSetSized(1, len(pairs[1]), lim)
 	}
 	added, updated, processed := 0, 0, 0
 	var score float64
