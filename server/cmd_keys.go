@@ -338,7 +338,7 @@ func (c *Client) scanKeys(cursor uint64, count int64, pattern []byte, typ string
 	shards := c.srv.store.Shards()
 	si := int(cursor & (1<<scanShardBits - 1))
 	tc := cursor >> scanShardBits
-	var keys [][]byte
+	var keys, expired [][]byte
 	t := now()
 	visited := int64(0)
 	for si < len(shards) && visited < count {
@@ -352,6 +352,7 @@ func (c *Client) scanKeys(cursor uint64, count int64, pattern []byte, typ string
 				tc = d.Scan(tc, func(e *shard.Entry) {
 					visited++
 					if e.Expired(t) {
+						expired = append(expired, append([]byte(nil), e.Key()...))
 						return
 					}
 					if typ != "" && e.Type().String() != typ {
@@ -366,6 +367,13 @@ func (c *Client) scanKeys(cursor uint64, count int64, pattern []byte, typ string
 					break
 				}
 			}
+			// Like Redis's SCAN, delete the expired keys met (after the
+			// walk, so the table does not change under it).
+			for _, k := range expired {
+				_, h := c.srv.store.ShardOf(k)
+				sh.LookupNoTouch(c.db, h, k, t)
+			}
+			expired = expired[:0]
 		}
 		c.unlockShard(sh)
 		if tc == 0 {
