@@ -374,7 +374,7 @@ func (r *runner) checkParked() (*divergence, error) {
 				parked++
 			}
 		}
-		deadline := time.Now().Add(200 * time.Millisecond)
+		deadline := time.Now().Add(2 * time.Second) // generous: the machine may be loaded
 		if i == 0 {
 			deadline = time.Now() // Redis is done when its reply came
 		}
