@@ -40,6 +40,9 @@ func cmdDel(c *Client, args [][]byte) {
 	for _, k := range keys {
 		sh, h := c.srv.store.ShardOf(k)
 		if e, ok := sh.Lookup(c.db, h, k, t); ok {
+			if e.Type() == shard.TypeStream {
+				c.srv.signalStream(c.db, k) // its XREADGROUP waiters fail
+			}
 			sh.DB(c.db).Delete(&e)
 			n++
 		}
