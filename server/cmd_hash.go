@@ -2,6 +2,7 @@ package server
 
 import (
 	"math"
+	"math/big"
 	"strconv"
 
 	"github.com/damselflydb/damselfly/shard"
@@ -255,12 +256,13 @@ func cmdHIncrBy(c *Client, args [][]byte) {
 }
 
 func cmdHIncrByFloat(c *Client, args [][]byte) {
-	incr, ok := parseFloat(args[3])
+	// In long double, as Redis computes it (longdouble.go).
+	incr, ok := parseLongDouble(args[3])
 	if !ok {
 		c.errNotFloat()
 		return
 	}
-	if math.IsInf(incr, 0) {
+	if incr.IsInf() {
 		c.err("ERR value is NaN or Infinity")
 		return
 	}
@@ -270,21 +272,21 @@ func cmdHIncrByFloat(c *Client, args [][]byte) {
 	if bad {
 		return
 	}
-	var old float64
+	old := new(big.Float)
 	if found {
 		if v, ok := e.Obj().(*types.Hash).Get(args[2]); ok {
-			if old, ok = parseFloat(v); !ok {
+			if old, ok = parseLongDouble(v); !ok {
 				c.err("ERR hash value is not a float")
 				return
 			}
 		}
 	}
-	n := old + incr
-	if math.IsNaN(n) || math.IsInf(n, 0) {
+	n, ok := addLongDouble(old, incr)
+	if !ok {
 		c.err("ERR increment would produce NaN or Infinity")
 		return
 	}
-	val := appendHumanFloat(nil, n)
+	val := appendLongDouble(nil, n)
 	_, hs, _ := c.writeHash(sh, h, args[1], true)
 	hs.Set(args[2], val, c.lim())
 	c.bulk(val)
@@ -336,13 +338,17 @@ func cmdHScan(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	pattern, count, ok := scanOpts(c, args[3:])
-	if !ok {
-		return
-	}
 	sh, hs, bad := c.readHash(args[1])
 	defer c.unlockKey(sh)
 	if bad {
+		return
+	}
+	if hs == nil { // Redis answers a missing key before it reads the options
+		c.emptyScan()
+		return
+	}
+	pattern, count, ok := scanOpts(c, args[3:])
+	if !ok {
 		return
 	}
 	var out [][]byte

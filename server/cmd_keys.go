@@ -40,6 +40,9 @@ func cmdDel(c *Client, args [][]byte) {
 	for _, k := range keys {
 		sh, h := c.srv.store.ShardOf(k)
 		if e, ok := sh.Lookup(c.db, h, k, t); ok {
+			if e.Type() == shard.TypeStream {
+				c.srv.signalStream(c.db, k) // its XREADGROUP waiters fail
+			}
 			sh.DB(c.db).Delete(&e)
 			n++
 		}
@@ -286,9 +289,8 @@ func cmdKeys(c *Client, args [][]byte) {
 const scanShardBits = 8
 
 func cmdScan(c *Client, args [][]byte) {
-	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
-	if err != nil {
-		c.err("ERR invalid cursor")
+	cursor, ok := parseCursor(c, args[1])
+	if !ok {
 		return
 	}
 	count := int64(10)
@@ -335,7 +337,7 @@ func (c *Client) scanKeys(cursor uint64, count int64, pattern []byte, typ string
 	shards := c.srv.store.Shards()
 	si := int(cursor & (1<<scanShardBits - 1))
 	tc := cursor >> scanShardBits
-	var keys [][]byte
+	var keys, expired [][]byte
 	t := now()
 	visited := int64(0)
 	for si < len(shards) && visited < count {
@@ -349,6 +351,7 @@ func (c *Client) scanKeys(cursor uint64, count int64, pattern []byte, typ string
 				tc = d.Scan(tc, func(e *shard.Entry) {
 					visited++
 					if e.Expired(t) {
+						expired = append(expired, append([]byte(nil), e.Key()...))
 						return
 					}
 					if typ != "" && e.Type().String() != typ {
@@ -363,6 +366,13 @@ func (c *Client) scanKeys(cursor uint64, count int64, pattern []byte, typ string
 					break
 				}
 			}
+			// Like Redis's SCAN, delete the expired keys met (after the
+			// walk, so the table does not change under it).
+			for _, k := range expired {
+				_, h := c.srv.store.ShardOf(k)
+				sh.LookupNoTouch(c.db, h, k, t)
+			}
+			expired = expired[:0]
 		}
 		c.unlockShard(sh)
 		if tc == 0 {
@@ -378,11 +388,6 @@ func (c *Client) scanKeys(cursor uint64, count int64, pattern []byte, typ string
 // expireGeneric implements EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT.
 func expireGeneric(c *Client, args [][]byte, unit int64, absolute bool) {
 	name := lower(args[0])
-	n, ok := parseInt(args[2])
-	if !ok {
-		c.errNotInteger()
-		return
-	}
 	var nx, xx, gt, lt bool
 	for _, a := range args[3:] {
 		switch {
@@ -405,6 +410,12 @@ func expireGeneric(c *Client, args [][]byte, unit int64, absolute bool) {
 	}
 	if gt && lt {
 		c.err("ERR GT and LT options at the same time are not compatible")
+		return
+	}
+	// The time is read after the options, as Redis does.
+	n, ok := parseInt(args[2])
+	if !ok {
+		c.errNotInteger()
 		return
 	}
 	if n > math.MaxInt64/unit || n < math.MinInt64/unit {

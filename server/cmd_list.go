@@ -155,11 +155,7 @@ func cmdLRange(c *Client, args [][]byte) {
 }
 
 func cmdLIndex(c *Client, args [][]byte) {
-	i, ok := parseInt(args[2])
-	if !ok {
-		c.errNotInteger()
-		return
-	}
+	// Redis looks the key up before it reads the index.
 	sh, h := c.lockKey(args[1])
 	defer c.unlockKey(sh)
 	e, found, bad := c.getColl(sh, h, args[1], shard.TypeList)
@@ -168,6 +164,11 @@ func cmdLIndex(c *Client, args [][]byte) {
 	}
 	if !found {
 		c.null()
+		return
+	}
+	i, ok := parseInt(args[2])
+	if !ok {
+		c.errNotInteger()
 		return
 	}
 	if v, ok := e.Obj().(*types.List).Index(i); ok {
@@ -178,11 +179,7 @@ func cmdLIndex(c *Client, args [][]byte) {
 }
 
 func cmdLSet(c *Client, args [][]byte) {
-	i, ok := parseInt(args[2])
-	if !ok {
-		c.errNotInteger()
-		return
-	}
+	// Redis looks the key up before it reads the index.
 	sh, h := c.lockKey(args[1])
 	defer c.unlockKey(sh)
 	e, found, bad := c.getColl(sh, h, args[1], shard.TypeList)
@@ -191,6 +188,11 @@ func cmdLSet(c *Client, args [][]byte) {
 	}
 	if !found {
 		c.err("ERR no such key")
+		return
+	}
+	i, ok := parseInt(args[2])
+	if !ok {
+		c.errNotInteger()
 		return
 	}
 	l := e.Obj().(*types.List)
@@ -594,7 +596,15 @@ func blmove(c *Client, src, dst []byte, from, to bool, timeoutArg []byte) {
 		}
 		c.rewrite([]byte("LMOVE"), src, dst, whereArg(from), whereArg(to))
 		return true
-	}, c.nullArray)
+	}, func() {
+		// Redis answers a null bulk where it may not block (MULTI,
+		// scripts) but a null array on timeout: *-1 vs $-1 in RESP2.
+		if c.noBlock || c.inTransaction() {
+			c.null()
+		} else {
+			c.nullArray()
+		}
+	})
 }
 
 func whereArg(left bool) []byte {

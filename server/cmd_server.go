@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -190,8 +191,14 @@ func cmdObject(c *Client, args [][]byte) {
 		c.simple("OBJECT <subcommand> [<arg> ...]. Subcommands are: ENCODING, FREQ, IDLETIME, REFCOUNT, HELP.")
 		return
 	}
+	switch sub {
+	case "encoding", "refcount", "idletime", "freq":
+	default: // Redis 7 looks subcommands up in its table before arity
+		c.err("ERR unknown subcommand '" + sanitize(args[1], 128) + "'. Try OBJECT HELP.")
+		return
+	}
 	if len(args) != 3 {
-		c.err("ERR unknown subcommand or wrong number of arguments for '" + sanitize(args[1], 128) + "'. Try OBJECT HELP.")
+		c.err("ERR wrong number of arguments for 'object|" + sub + "' command")
 		return
 	}
 	sh, h := c.lockKey(args[2])
@@ -207,7 +214,7 @@ func cmdObject(c *Client, args [][]byte) {
 	case "encoding":
 		c.bulkString(objectEncoding(&e))
 	case "refcount":
-		c.int(1)
+		c.int(objectRefcount(c.srv, &e))
 	case "idletime":
 		c.int(shard.IdleSeconds(e.Atime(), sh.Clock()))
 	case "freq":
@@ -523,4 +530,20 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.2fK", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%dB", n)
+}
+
+// objectRefcount is OBJECT REFCOUNT: 1, except for the integers 0..9999
+// Redis shares (OBJ_SHARED_REFCOUNT, INT_MAX), as it does unless an LRU
+// policy with maxmemory needs per-key access times. (Redis also keeps a
+// number APPEND or SETRANGE made as an unshared raw string; Damselfly
+// keeps no such flag.)
+func objectRefcount(s *Server, e *shard.Entry) int64 {
+	if e.Type() == shard.TypeString && objectEncoding(e) == "int" {
+		p := evictionPolicy(s.evict.policy.Load())
+		lru := p == allKeysLRU || p == volatileLRU
+		if n, _ := parseInt(e.Str()); n >= 0 && n < 10000 && (s.cfg.maxMemory.Load() == 0 || !lru) {
+			return math.MaxInt32
+		}
+	}
+	return 1
 }

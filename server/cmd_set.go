@@ -379,13 +379,17 @@ func cmdSScan(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	pattern, count, ok := scanOpts(c, args[3:])
-	if !ok {
-		return
-	}
 	sh, s, bad := c.readSet(args[1])
 	defer c.unlockKey(sh)
 	if bad {
+		return
+	}
+	if s == nil { // Redis answers a missing key before it reads the options
+		c.emptyScan()
+		return
+	}
+	pattern, count, ok := scanOpts(c, args[3:])
+	if !ok {
 		return
 	}
 	var out [][]byte
@@ -403,4 +407,11 @@ func cmdSScan(c *Client, args [][]byte) {
 	for _, b := range out {
 		c.bulk(b)
 	}
+}
+
+// emptyScan is the reply of SSCAN, HSCAN and ZSCAN on a missing key.
+func (c *Client) emptyScan() {
+	c.array(2)
+	c.bulkString("0")
+	c.array(0)
 }

@@ -632,7 +632,7 @@ func cmdXSetID(c *Client, args [][]byte) {
 			return
 		}
 	}
-	c.modifyStream(sh, &e)
+	sh.DB(c.db).ModifyUnwatched(&e) // Redis 7.0's XSETID does not touch WATCH
 	added := s.EntriesAdded()
 	if entriesAdded != -1 {
 		added = uint64(entriesAdded)

@@ -114,6 +114,8 @@ func cmdXGroup(c *Client, args [][]byte) {
 			return
 		}
 	}
+	// Redis 7.0 invalidates WATCH only when CREATE ... MKSTREAM creates
+	// the key (Put does that); group changes are ModifyUnwatched.
 	switch {
 	case sub == "create" && len(args) <= 8:
 		var id types.StreamID
@@ -128,7 +130,7 @@ func cmdXGroup(c *Client, args [][]byte) {
 			s = types.NewStream()
 			e = sh.DB(c.db).Put(h, key, shard.Value{Type: shard.TypeStream, Obj: s})
 		} else if s.Group(gname) == nil {
-			c.modifyStream(sh, &e)
+			sh.DB(c.db).ModifyUnwatched(&e)
 		}
 		if s.CreateGroup(gname, id, entriesRead) == nil {
 			c.err("BUSYGROUP Consumer Group name already exists")
@@ -143,7 +145,7 @@ func cmdXGroup(c *Client, args [][]byte) {
 			c.err(errInvalidStreamID)
 			return
 		}
-		c.modifyStream(sh, &e)
+		sh.DB(c.db).ModifyUnwatched(&e)
 		g.LastID, g.EntriesRead = id, entriesRead
 		c.ok()
 	case sub == "destroy":
@@ -151,7 +153,7 @@ func cmdXGroup(c *Client, args [][]byte) {
 			c.int(0)
 			return
 		}
-		c.modifyStream(sh, &e)
+		sh.DB(c.db).ModifyUnwatched(&e)
 		s.DeleteGroup(gname)
 		c.int(1)
 		c.srv.signalStream(c.db, key) // blocked XREADGROUPs get NOGROUP
@@ -160,7 +162,7 @@ func cmdXGroup(c *Client, args [][]byte) {
 			c.int(0)
 			return
 		}
-		c.modifyStream(sh, &e)
+		sh.DB(c.db).ModifyUnwatched(&e)
 		t := now()
 		g.CreateConsumer(args[4], t, t)
 		c.int(1)
@@ -169,7 +171,7 @@ func cmdXGroup(c *Client, args [][]byte) {
 			c.int(0)
 			return
 		}
-		c.modifyStream(sh, &e)
+		sh.DB(c.db).ModifyUnwatched(&e)
 		n, _ := g.DeleteConsumer(args[4])
 		c.int(int64(n))
 	default:

@@ -230,6 +230,12 @@ func (c *Client) xreadWoken(a *xreadArgs, ids []types.StreamID, props *[][][]byt
 		sh, h := c.srv.store.ShardOf(key)
 		e, ok := sh.Lookup(c.db, h, key, now())
 		if !ok || e.Type() != shard.TypeStream {
+			if a.isGroup {
+				// Its group went with it (DEL and UNLINK signal this;
+				// Redis also on overwrite, expiry and flushes).
+				c.err("UNBLOCKED the stream key no longer exists")
+				return true
+			}
 			continue
 		}
 		s := e.Obj().(*types.Stream)

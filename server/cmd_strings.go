@@ -2,6 +2,7 @@ package server
 
 import (
 	"math"
+	"math/big"
 	"strconv"
 
 	"github.com/damselflydb/damselfly/shard"
@@ -84,6 +85,10 @@ func cmdSet(c *Client, args [][]byte) {
 	flags := 0
 	var expireAt int64
 	hasExpire := false
+	var expOpt string
+	var expArg []byte
+	var expUnit int64
+	var expAbs bool
 	for i := 3; i < len(args); i++ {
 		a := args[i]
 		next := i+1 < len(args)
@@ -96,19 +101,26 @@ func cmdSet(c *Client, args [][]byte) {
 			flags |= setGet
 		case eq(a, "keepttl") && !hasExpire:
 			flags |= setKeepTTL
-		case (eq(a, "ex") || eq(a, "px") || eq(a, "exat") || eq(a, "pxat")) && !hasExpire && flags&setKeepTTL == 0 && next:
-			unit := int64(1000)
+		case (eq(a, "ex") || eq(a, "px") || eq(a, "exat") || eq(a, "pxat")) && (!hasExpire || eq(a, expOpt)) &&
+			flags&setKeepTTL == 0 && next:
+			// Redis takes the same option twice (the last wins), not two.
+			expOpt = lower(a)
+			expUnit = int64(1000)
 			if a[0] == 'p' || a[0] == 'P' {
-				unit = 1
+				expUnit = 1
 			}
-			at, ok := parseExpire(c, "set", args[i+1], unit, len(a) == 4)
-			if !ok {
-				return
-			}
-			expireAt, hasExpire = at, true
+			expArg, expAbs, hasExpire = args[i+1], len(a) == 4, true
 			i++
 		default:
 			c.errSyntax()
+			return
+		}
+	}
+	// Like Redis, the time is checked after the whole syntax: SET k v PX 0
+	// PXAT 1 is a syntax error.
+	if hasExpire {
+		var ok bool
+		if expireAt, ok = parseExpire(c, "set", expArg, expUnit, expAbs); !ok {
 			return
 		}
 	}
@@ -208,21 +220,24 @@ func cmdGetDel(c *Client, args [][]byte) {
 func cmdGetEx(c *Client, args [][]byte) {
 	var expireAt int64
 	persist, set := false, false
+	var expOpt string
+	// The time is checked only once the key is known to be a string, as
+	// Redis does: GETEX missing EXAT 0 answers nil.
+	var expArg []byte
+	var expUnit int64
+	var expAbs bool
 	for i := 2; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case eq(a, "persist") && !set:
+		case eq(a, "persist") && (!set || persist):
 			persist, set = true, true
-		case (eq(a, "ex") || eq(a, "px") || eq(a, "exat") || eq(a, "pxat")) && !set && i+1 < len(args):
-			unit := int64(1000)
+		case (eq(a, "ex") || eq(a, "px") || eq(a, "exat") || eq(a, "pxat")) && (!set || !persist && eq(a, expOpt)) && i+1 < len(args):
+			expOpt = lower(a)
+			expUnit = int64(1000)
 			if a[0] == 'p' || a[0] == 'P' {
-				unit = 1
+				expUnit = 1
 			}
-			at, ok := parseExpire(c, "getex", args[i+1], unit, len(a) == 4)
-			if !ok {
-				return
-			}
-			expireAt, set = at, true
+			expArg, expAbs, set = args[i+1], len(a) == 4, true
 			i++
 		default:
 			c.errSyntax()
@@ -239,6 +254,11 @@ func cmdGetEx(c *Client, args [][]byte) {
 	if e.Type() != shard.TypeString {
 		c.errWrongType()
 		return
+	}
+	if expArg != nil {
+		if expireAt, ok = parseExpire(c, "getex", expArg, expUnit, expAbs); !ok {
+			return
+		}
 	}
 	c.bulk(e.Str())
 	switch {
@@ -539,35 +559,36 @@ func parseFloat(b []byte) (float64, bool) {
 }
 
 func cmdIncrByFloat(c *Client, args [][]byte) {
-	by, ok := parseFloat(args[2])
-	if !ok {
-		c.errNotFloat()
-		return
-	}
 	sh, h := c.lockKey(args[1])
 	defer c.unlockKey(sh)
 	e, found := sh.Lookup(c.db, h, args[1], now())
-	var cur float64
+	// Redis's order: the type, the stored value, then the increment, all
+	// in long double (longdouble.go).
+	cur := new(big.Float)
 	var expireAt int64
 	if found {
 		if e.Type() != shard.TypeString {
 			c.errWrongType()
 			return
 		}
-		v, ok := parseFloat(e.Str())
+		v, ok := parseLongDouble(e.Str())
 		if !ok {
 			c.errNotFloat()
 			return
 		}
 		cur, expireAt = v, e.ExpireAt()
 	}
-	cur += by
-	if math.IsNaN(cur) || math.IsInf(cur, 0) {
+	by, ok := parseLongDouble(args[2])
+	if !ok {
+		c.errNotFloat()
+		return
+	}
+	sum, ok := addLongDouble(cur, by)
+	if !ok {
 		c.err("ERR increment would produce NaN or Infinity")
 		return
 	}
-	var tmp [64]byte
-	val := appendHumanFloat(tmp[:0], cur)
+	val := appendLongDouble(nil, sum)
 	// Replicated as the resulting value, so float formatting on replicas
 	// cannot make them diverge.
 	c.rewrite([]byte("SET"), args[1], append([]byte(nil), val...), []byte("KEEPTTL"))

@@ -60,18 +60,7 @@ func (c *Client) readZSet(key []byte) (sh *shard.Shard, z *types.ZSet, bad bool)
 }
 
 // parseScore parses a score as Redis's getDoubleFromObject does.
-func parseScore(b []byte) (float64, bool) {
-	if len(b) == 0 || isSpace(b[0]) {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(string(b), 64)
-	if err != nil {
-		if ne, ok := err.(*strconv.NumError); !ok || ne.Err != strconv.ErrRange || !math.IsInf(f, 0) {
-			return 0, false
-		}
-	}
-	return f, !math.IsNaN(f) && !hasHexOrUnderscore(b)
-}
+func parseScore(b []byte) (float64, bool) { return types.ParseDouble(b) }
 
 func cmdZAdd(c *Client, args [][]byte) {
 	var flags types.ZAddFlags
@@ -149,7 +138,10 @@ func zaddGeneric(c *Client, key []byte, pairs [][]byte, flags types.ZAddFlags, c
 			}
 			return
 		}
-		z = types.NewZSetSized(len(scores), len(pairs[1]), lim)
+		// Redis 7.0 sizes a new sorted set from its first member only
+		// and converts as it grows, so -0 scores pass through the
+		// listpack (and read back 0) even in a ZADD of 200 members.
+		z = types.NewZSetSized(1, len(pairs[1]), lim)
 	}
 	added, updated, processed := 0, 0, 0
 	var score float64
@@ -823,10 +815,18 @@ const (
 
 func aggregate(agg int, acc, v float64) float64 {
 	switch agg {
+	// Redis keeps the accumulator unless v is strictly smaller (larger):
+	// MIN of 0 and -0 is whichever came first, where math.Min says -0.
 	case aggMin:
-		return math.Min(acc, v)
+		if v < acc {
+			return v
+		}
+		return acc
 	case aggMax:
-		return math.Max(acc, v)
+		if v > acc {
+			return v
+		}
+		return acc
 	}
 	r := acc + v
 	if math.IsNaN(r) {
@@ -855,6 +855,30 @@ func zsetOpGeneric(c *Client, args [][]byte, numIdx int, dst []byte, op int, car
 	srcs := make([]zsource, n)
 	for i := range srcs {
 		srcs[i].weight = 1
+	}
+	// Redis checks the keys' types before it reads the options.
+	var set *shard.Set
+	if dst != nil {
+		set = c.lockKeys(keys, [][]byte{dst})
+	} else {
+		set = c.lockKeys(keys)
+	}
+	defer c.unlock(set)
+	for i, k := range keys {
+		sh, h := c.srv.store.ShardOf(k)
+		e, found := sh.Lookup(c.db, h, k, now())
+		if !found {
+			continue
+		}
+		switch e.Type() {
+		case shard.TypeZSet:
+			srcs[i].z = e.Obj().(*types.ZSet)
+		case shard.TypeSet:
+			srcs[i].s = e.Obj().(*types.Set)
+		default:
+			c.errWrongType()
+			return
+		}
 	}
 	agg, withScores := aggSum, false
 	limit := int64(0)
@@ -904,29 +928,6 @@ func zsetOpGeneric(c *Client, args [][]byte, numIdx int, dst []byte, op int, car
 			j += 2
 		default:
 			c.errSyntax()
-			return
-		}
-	}
-	var set *shard.Set
-	if dst != nil {
-		set = c.lockKeys(keys, [][]byte{dst})
-	} else {
-		set = c.lockKeys(keys)
-	}
-	defer c.unlock(set)
-	for i, k := range keys {
-		sh, h := c.srv.store.ShardOf(k)
-		e, found := sh.Lookup(c.db, h, k, now())
-		if !found {
-			continue
-		}
-		switch e.Type() {
-		case shard.TypeZSet:
-			srcs[i].z = e.Obj().(*types.ZSet)
-		case shard.TypeSet:
-			srcs[i].s = e.Obj().(*types.Set)
-		default:
-			c.errWrongType()
 			return
 		}
 	}
@@ -1016,21 +1017,32 @@ func cmdZScan(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	pattern, count, ok := scanOpts(c, args[3:])
-	if !ok {
-		return
-	}
 	sh, z, bad := c.readZSet(args[1])
 	defer c.unlockKey(sh)
 	if bad {
 		return
 	}
+	if z == nil { // Redis answers a missing key before it reads the options
+		c.emptyScan()
+		return
+	}
+	pattern, count, ok := scanOpts(c, args[3:])
+	if !ok {
+		return
+	}
 	var out [][]byte
 	next := uint64(0)
 	if z != nil {
+		// A listpack answers the score text it stores (d2string), a
+		// skiplist formats the double ("%.17Lg"): 1e17 reads
+		// 100000000000000000 in one and 1e+17 in the other.
+		format := appendDouble
+		if z.Encoding() == "listpack" {
+			format = appendD2String
+		}
 		next = z.Scan(cursor, count, func(m []byte, s float64) {
 			if pattern == nil || globMatch(pattern, m, false) {
-				out = append(out, append([]byte(nil), m...), appendDouble(nil, s))
+				out = append(out, append([]byte(nil), m...), format(nil, s))
 			}
 		})
 	}
@@ -1040,4 +1052,18 @@ func cmdZScan(c *Client, args [][]byte) {
 	for _, b := range out {
 		c.bulk(b)
 	}
+}
+
+// appendD2String formats a score as Redis's d2string, which listpacks
+// store and ZSCAN of a listpack answers: integral values within +-2^62 as integers
+// (1e17 is "100000000000000000", where ZSCORE says "1e+17"), -0 as "-0",
+// the rest as "%.17g".
+func appendD2String(b []byte, f float64) []byte {
+	if f == 0 && math.Signbit(f) {
+		return append(b, "-0"...)
+	}
+	if f >= -(math.MaxInt64/2) && f <= math.MaxInt64/2 && f == math.Trunc(f) {
+		return strconv.AppendInt(b, int64(f), 10)
+	}
+	return appendDouble(b, f)
 }

@@ -130,11 +130,28 @@ func scanOpts(c *Client, args [][]byte) (pattern []byte, count int, ok bool) {
 }
 
 // parseCursor parses a SCAN-family cursor.
+//
+// Redis reads a cursor with strtoul: "" is 0, a sign is allowed and "-1"
+// wraps to 2^64-1; only leading space, trailing bytes and overflow are
+// refused.
 func parseCursor(c *Client, b []byte) (uint64, bool) {
-	cur, err := strconv.ParseUint(string(b), 10, 64)
+	s := string(b)
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	cur, err := strconv.ParseUint(s, 10, 64)
+	if len(b) == 0 {
+		cur, err = 0, nil
+	} else if s == "" || s[0] < '0' || s[0] > '9' {
+		err = strconv.ErrSyntax // ParseUint would take "+5"; strtoul not "--5"
+	}
 	if err != nil {
 		c.err("ERR invalid cursor")
 		return 0, false
+	}
+	if neg {
+		cur = -cur
 	}
 	return cur, true
 }

@@ -30,9 +30,11 @@ type watchdog struct {
 	last        atomic.Pointer[string]
 }
 
-var watchdogExempt = map[string]bool{
-	"wait": true, "waitaof": true, "save": true, "shutdown": true, "psync": true, "sync": true,
-	"replicaof": true, "slaveof": true, "failover": true, "monitor": true,
+// watchExempt reports commands whose run time is waiting, not holding
+// shards: they block, detach, take their own locks, or are refused inside
+// MULTI because they are long by nature (SAVE, SHUTDOWN, SYNC).
+func watchExempt(cmd *command) bool {
+	return cmd.blocking || cmd.mayBlock || cmd.ownLocks || cmd.noMulti
 }
 
 // watchStart is the start of a command for watchEnd.
@@ -48,8 +50,7 @@ func (c *Client) watchEnd(cmd *command, args [][]byte, start time.Time) {
 		return
 	}
 	held := time.Since(start) - time.Duration(c.waitedNs)
-	if held < time.Duration(th)*time.Millisecond || watchdogExempt[cmd.name] ||
-		(cmd.name == "debug" && len(args) > 1 && eq(args[1], "sleep")) {
+	if held < time.Duration(th)*time.Millisecond || watchExempt(cmd) {
 		return
 	}
 	wd := &c.srv.wd
@@ -57,7 +58,7 @@ func (c *Client) watchEnd(cmd *command, args [][]byte, start time.Time) {
 	wd.slow.Add(1)
 	for cur := wd.maxMs.Load(); ms > cur && !wd.maxMs.CompareAndSwap(cur, ms); cur = wd.maxMs.Load() {
 	}
-	name := fullName(cmd, args)
+	name := cmd.name
 	wd.last.Store(&name)
 	c.srv.log.Warn("watchdog: command held shards too long", "command", name, "args", argShape(args[1:]),
 		"ms", ms, "client", c.id, "addr", c.addr)

@@ -335,6 +335,14 @@ func (d *DB) Modify(e *Entry) {
 	d.main.Replace(e.pos, e.ref)
 }
 
+// ModifyUnwatched is Modify for the few changes Redis does not signal to
+// WATCH (XGROUP CREATE on an existing stream, SETID, DESTROY,
+// CREATECONSUMER, DELCONSUMER): the snapshot still captures the old value.
+func (d *DB) ModifyUnwatched(e *Entry) {
+	*d.dirty++
+	d.main.Replace(e.pos, e.ref)
+}
+
 // Touch records an access to e now (its LRU clock), as Lookup does. The
 // access state is not part of the value: it changes in place, is not a
 // write (no dirty count, no snapshot hook) and is neither saved nor

@@ -32,9 +32,13 @@ func NewSet() *Set { return &Set{} }
 
 // NewSetSized mirrors Redis 7.2's setTypeCreate: the encoding for a new set
 // whose first member is first and which is expected to receive hint members.
+// Without listpack sets (SetMaxListpackEntries 0, Redis 7.0) it is 7.0's:
+// an integer first member makes an intset whatever the hint, and Add
+// converts it only when the distinct members exceed the limit (SADD s 0 10
+// 10 with set-max-intset-entries 2 stays an intset).
 func NewSetSized(first []byte, hint int, l *Limits) *Set {
 	lm := lim(l)
-	if _, ok := parseStrictInt(first); ok && hint <= lm.SetMaxIntsetEntries {
+	if _, ok := parseStrictInt(first); ok && (hint <= lm.SetMaxIntsetEntries || lm.SetMaxListpackEntries == 0) {
 		return &Set{}
 	}
 	if hint <= lm.SetMaxListpackEntries {

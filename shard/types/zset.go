@@ -6,7 +6,6 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 )
 
@@ -120,6 +119,11 @@ func (z *ZSet) lpFind(member []byte) (off, end int, score float64, ok bool) {
 }
 
 func (z *ZSet) lpInsert(member []byte, score float64) {
+	if score == 0 {
+		// Redis's listpack holds a score as the text "-0", which it stores
+		// as the integer 0: -0 reads back as 0 in this encoding (only).
+		score = 0
+	}
 	off := 0
 	for off < len(z.lp) {
 		m, s, e := z.lpPair(off)
@@ -378,20 +382,12 @@ func ParseScoreBound(b []byte) (ScoreBound, error) {
 	return sb, nil
 }
 
-// parseRedisFloat parses like strtod but refuses NaN and trailing garbage.
+// parseRedisFloat parses a range bound as Redis's zslParseRange: strtod
+// must consume everything ("" reads as 0, leading space is skipped,
+// 1e400 is inf) and the value must not be NaN.
 func parseRedisFloat(s string) (float64, error) {
-	if s == "" {
-		return 0, ErrNotFloatRange
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		var ne *strconv.NumError
-		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
-			return v, nil // ±Inf or 0 on overflow/underflow, like strtod
-		}
-		return 0, err
-	}
-	if math.IsNaN(v) {
+	v, n, _ := Strtod(s)
+	if n != len(s) || math.IsNaN(v) {
 		return 0, ErrNotFloatRange
 	}
 	return v, nil

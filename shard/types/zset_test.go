@@ -402,13 +402,16 @@ func TestZSetThresholdAndEdges(t *testing.T) {
 }
 
 func TestParseBounds(t *testing.T) {
-	for in, want := range map[string]ScoreBound{"1.5": {1.5, false}, "(1.5": {1.5, true}, "-inf": {math.Inf(-1), false}, "+inf": {math.Inf(1), false}, "(inf": {math.Inf(1), true}} {
+	for in, want := range map[string]ScoreBound{"1.5": {1.5, false}, "(1.5": {1.5, true}, "-inf": {math.Inf(-1), false}, "+inf": {math.Inf(1), false}, "(inf": {math.Inf(1), true},
+		// As redis-server 7.0 reads them (strtod): empty is 0, space is
+		// skipped, hex is read, overflow is inf.
+		"": {0, false}, "(": {0, true}, " 1": {1, false}, "0x10": {16, false}, "1e400": {math.Inf(1), false}} {
 		got, err := ParseScoreBound([]byte(in))
 		if err != nil || got != want {
 			t.Fatalf("%q: %v %v", in, got, err)
 		}
 	}
-	for _, in := range []string{"", "(", "nan", "abc", "1x", "((1"} {
+	for _, in := range []string{"nan", "abc", "1x", "((1", "1 ", "-", " "} {
 		if _, err := ParseScoreBound([]byte(in)); err != ErrNotFloatRange {
 			t.Fatalf("%q accepted", in)
 		}
@@ -466,5 +469,20 @@ func TestZTreeLarge(t *testing.T) {
 	mustEq(t, "empty", z.Len(), 0)
 	if err := z.tr.check(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestParseDouble(t *testing.T) {
+	// Each as redis-server 7.0's ZADD takes or refuses it.
+	for in, want := range map[string]float64{"1": 1, "-1.5": -1.5, "0x10": 16, "0x1p3": 8, "inf": math.Inf(1),
+		"-Infinity": math.Inf(-1), "1e-310": 1e-310, ".5": 0.5, "5.": 5, "1E2": 100} {
+		if got, ok := ParseDouble([]byte(in)); !ok || got != want {
+			t.Errorf("%q: %v %v", in, got, ok)
+		}
+	}
+	for _, in := range []string{"", " 1", "1 ", "nan", "1e400", "-1e400", "1e-400", "1_0", "0b1", "abc", "1e", "0x"} {
+		if got, ok := ParseDouble([]byte(in)); ok {
+			t.Errorf("%q accepted as %v", in, got)
+		}
 	}
 }
