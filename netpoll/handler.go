@@ -69,3 +69,13 @@ type Handler interface {
 	// Readable returned Detach; the handler owns fd from now on.
 	Detached(fd int)
 }
+
+// Deferrer is implemented by a Handler whose replies may have to wait for
+// work shared by the whole batch, such as the append-only file's group
+// commit (replies to writes leave only once the writes are fsynced). When
+// Defer reports true after Readable returned Keep, the loop writes that
+// output only after its barrier (Loop.SetBarrier) has run, once per batch
+// of events, so one barrier serves every connection of the batch.
+type Deferrer interface {
+	Defer() bool
+}

@@ -21,6 +21,12 @@ type Loop struct {
 	conns  []slot // by fd; touched by the loop goroutine only
 	events [256]syscall.EpollEvent
 
+	// barrier, when set, runs once after a batch of events in which some
+	// handler asked to defer its output (Deferrer); the deferred output is
+	// written after it. Set before Run.
+	barrier  func()
+	deferred []int
+
 	mu      sync.Mutex // guards what other goroutines hand over:
 	adds    []request
 	closes  []request
@@ -250,7 +256,29 @@ func (l *Loop) Run() {
 				l.readable(fd, s, now)
 			}
 		}
+		if len(l.deferred) > 0 {
+			l.flushDeferred()
+		}
 	}
+}
+
+// SetBarrier installs the function run before deferred output is written
+// (see Deferrer). Call it before Run.
+func (l *Loop) SetBarrier(f func()) { l.barrier = f }
+
+// flushDeferred runs the barrier once for the whole batch, then writes the
+// output the handlers deferred.
+func (l *Loop) flushDeferred() {
+	l.barrier()
+	for _, fd := range l.deferred {
+		if fd < len(l.conns) && l.conns[fd].h != nil {
+			s := &l.conns[fd]
+			if !l.flush(fd, s) {
+				l.close(fd)
+			}
+		}
+	}
+	l.deferred = l.deferred[:0]
 }
 
 // handover takes the connections and close requests other goroutines
@@ -287,6 +315,12 @@ func (l *Loop) handover() bool {
 func (l *Loop) readable(fd int, s *slot, now int64) {
 	switch s.h.Readable(fd, now) {
 	case Keep:
+		if l.barrier != nil {
+			if d, ok := s.h.(Deferrer); ok && d.Defer() {
+				l.deferred = append(l.deferred, fd)
+				return
+			}
+		}
 		if !l.flush(fd, s) {
 			l.close(fd)
 		}

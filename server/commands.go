@@ -60,6 +60,7 @@ func commandTable() map[string]*command {
 	registerStrings(reg)
 	registerKeys(reg)
 	registerPersistence(reg)
+	registerAOF(reg)
 	registerDump(reg)
 	registerPubSub(reg)
 	registerMulti(reg)

@@ -68,6 +68,8 @@ type Config struct {
 	// GoroutinePerConn serves every connection on its own goroutine instead
 	// of the epoll event loops (the only mode off Linux).
 	GoroutinePerConn bool
+	// AOF configures the append-only file (aof.go).
+	AOF AOFConfig
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -141,6 +143,7 @@ type Server struct {
 	journal func(db int, args [][]byte) int64
 
 	persist   persistence
+	aof       aofState // the append-only file (aof.go)
 	pubsub    *pubsubRegistry
 	outLimits atomic.Pointer[outLimits] // client-output-buffer-limit
 	scripts   *scriptCache
@@ -199,7 +202,8 @@ func New(cfg Config) *Server {
 	s.cmds = commandTable()
 	s.configParams = configParams()
 	s.initReplication(cfg)
-	s.journal = s.repl.Append
+	s.initAOF(cfg.AOF)
+	s.journal = s.journalWrite
 	return s
 }
 
@@ -216,6 +220,9 @@ func (s *Server) Start(cfg Config) error {
 		heap, dataset := s.memoryParts(nil)
 		s.usedMem.Store(heap + dataset)
 		s.updateBudget(heap+dataset, dataset)
+	}
+	if err := s.startAOF(); err != nil {
+		return err
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)))
 	if err != nil {
@@ -402,6 +409,7 @@ func (s *Server) Close() error {
 	}
 	s.repl.Close()
 	s.wg.Wait()
+	s.closeAOF()
 	return nil
 }
 

@@ -58,6 +58,7 @@ type cli struct {
 	GoroutinePerConn bool             `name:"goroutine-per-conn" help:"Serve each connection on its own goroutine instead of the epoll event loops (always so off Linux)." env:"DAMSELFLY_GOROUTINE_PER_CONN"`
 	Loglevel         string           `help:"debug, verbose, notice or warning." default:"notice" enum:"debug,verbose,notice,warning" env:"DAMSELFLY_LOGLEVEL"`
 	Version          kong.VersionFlag `help:"Print the version and exit."`
+	AOF              aofFlags         `embed:""`
 	Healthcheck      bool             `help:"Send PING to the server on 127.0.0.1:--port and exit 0 on PONG (for container health checks)."`
 }
 
@@ -102,6 +103,7 @@ func main() {
 		MemcachedPort: c.MemcachedPort, MaxItemSize: int(c.MaxItemSize),
 		ReplicaOf: c.Replicaof, MasterAuth: c.Masterauth, ReplBacklogSize: int64(c.ReplBacklog),
 		GoroutinePerConn: c.GoroutinePerConn,
+		AOF:              c.AOF.config(),
 	}
 	srv := server.New(cfg)
 	// A dump that exists but cannot be read stops us here: starting empty
@@ -186,6 +188,9 @@ func validate(c *cli) error {
 	}
 	if _, err := server.ParseSaveSchedule(c.Save); err != nil {
 		return fmt.Errorf("--save %q: %v", c.Save, err)
+	}
+	if err := server.CheckAOFConfig(c.AOF.config()); err != nil {
+		return fmt.Errorf("append-only file flags: %v", err)
 	}
 	if strings.ContainsRune(c.Dbfilename, '/') {
 		return fmt.Errorf("--dbfilename %q: must be a file name, not a path", c.Dbfilename)
