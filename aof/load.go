@@ -332,3 +332,8 @@ func clip(b []byte) []byte {
 	}
 	return b
 }
+
+// replayBytes replays b (tests).
+func replayBytes(b []byte, l Loader) (int64, int64, error) {
+	return replay(bufio.NewReader(bytes.NewReader(b)), 0, "fuzz", l)
+}
