@@ -428,6 +428,87 @@ func (s *Server) closeAOF() {
 
 func registerAOF(reg registrar) {
 	reg("bgrewriteaof", 1, "admin|noscript|no_async_loading", 0, 0, 0, "server", cmdBgrewriteaof)
+	reg("waitaof", 4, "noscript|blocking", 0, 0, 0, "generic", cmdWaitaof)
+}
+
+// cmdWaitaof is WAITAOF numlocal numreplicas timeout (Redis 7.2): wait
+// until this connection's writes are fsynced in the local AOF. Replicas
+// that confirm their own fsync (Redis 7.2's REPLCONF ACK ... FACK) are not
+// tracked yet, so a request for replicas waits for the timeout and counts
+// none: the reply never claims more than is known.
+func cmdWaitaof(c *Client, args [][]byte) {
+	numlocal, ok := parseInt(args[1])
+	if !ok {
+		c.errNotInteger()
+		return
+	}
+	if numlocal < 0 || numlocal > 1 {
+		c.err("ERR value is out of range, value must between 0 and 1")
+		return
+	}
+	numrep, ok := parseInt(args[2])
+	if !ok {
+		c.errNotInteger()
+		return
+	}
+	if numrep < 0 {
+		c.err("ERR value is out of range, must be positive")
+		return
+	}
+	ms, ok := parseInt(args[3])
+	if !ok {
+		c.err("ERR timeout is not an integer or out of range")
+		return
+	}
+	if ms < 0 {
+		c.err("ERR timeout is negative")
+		return
+	}
+	s := c.srv
+	if s.repl.IsReplica() {
+		c.err("ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.")
+		return
+	}
+	if numlocal > 0 && !s.aof.on.Load() {
+		c.err("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.")
+		return
+	}
+	var w *aof.Writer
+	if a := s.aof.a.Load(); a != nil {
+		w = a.Writer()
+	}
+	timeout := time.Duration(ms) * time.Millisecond
+	if ms == 0 || c.inTransaction() {
+		timeout = 0
+	}
+	deadline := time.Now().Add(timeout)
+	local := int64(0)
+	if w != nil {
+		// Everything fed so far includes this connection's writes.
+		target := w.Fed()
+		wait := time.Nanosecond // just look
+		if numlocal > 0 && !c.inTransaction() {
+			wait = timeout // 0: no limit
+		}
+		if w.WaitSynced(target, wait) {
+			local = 1
+		}
+	}
+	if numrep > 0 && !c.inTransaction() {
+		var limit <-chan time.Time
+		if ms > 0 {
+			t := time.NewTimer(time.Until(deadline))
+			defer t.Stop()
+			limit = t.C
+		}
+		select {
+		case <-limit:
+		case <-s.done:
+		}
+	}
+	c.array(2)
+	c.int(local)
+	c.int(0)
 }
 
 func cmdBgrewriteaof(c *Client, args [][]byte) {

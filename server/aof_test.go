@@ -144,6 +144,10 @@ func TestAOFConfigSetAppendonly(t *testing.T) {
 	if v := rc.ConfigGet(ctx, "appendonly").Val()["appendonly"]; v != "no" {
 		t.Fatalf("appendonly %q", v)
 	}
+	if err := rc.Do(ctx, "WAITAOF", "1", "0", "0").Err(); err == nil ||
+		err.Error() != "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled." {
+		t.Fatalf("WAITAOF with appendonly no: %v", err)
+	}
 	if err := rc.ConfigSet(ctx, "appendonly", "yes").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -156,6 +160,12 @@ func TestAOFConfigSetAppendonly(t *testing.T) {
 		t.Fatal("appendfsync sometimes accepted")
 	}
 	rc.Set(ctx, "last", "1", 0)
+	if v, err := rc.Do(ctx, "WAITAOF", "1", "0", "0").Slice(); err != nil || fmt.Sprint(v) != "[1 0]" {
+		t.Fatalf("WAITAOF 1 0 0: %v %v", v, err)
+	}
+	if v, err := rc.Do(ctx, "WAITAOF", "0", "1", "50").Slice(); err != nil || fmt.Sprint(v) != "[1 0]" {
+		t.Fatalf("WAITAOF 0 1 50: %v %v", v, err)
+	}
 	want := digestOf(t, rc)
 	s.Close()
 	s2 := startServer(t, aofOn(dir, "everysec"))
