@@ -87,6 +87,9 @@ type Writer struct {
 	errno    string
 	scratch  []byte
 	fsyncing int64 // unix nanos when the running fsync started; 0 when none
+	// holds are event-loop batches waiting (Hold): closed once synced
+	// reaches target (target < 0: once the running fsync ends).
+	holds []hold
 
 	flushMu sync.Mutex
 	wake    chan struct{}
@@ -116,6 +119,9 @@ func NewWriter(f *os.File, name string, size int64, policy Policy, log *slog.Log
 // SetPolicy changes appendfsync.
 func (w *Writer) SetPolicy(p Policy) {
 	w.policy.Store(int32(p))
+	w.mu.Lock()
+	w.releaseLocked()
+	w.mu.Unlock()
 	w.kick()
 }
 
@@ -237,12 +243,69 @@ func (w *Writer) Barrier() {
 	}
 }
 
+type hold struct {
+	target int64
+	ch     chan struct{}
+}
+
+// Hold is Barrier for event loops, without blocking them: nil when the
+// replies to everything fed so far may be sent now, or a channel closed
+// once they may (appendfsync always: when it is fsynced; everysec: when an
+// fsync stalled for more than two seconds ends).
+func (w *Writer) Hold() <-chan struct{} {
+	switch w.Policy() {
+	case FsyncAlways:
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.synced >= w.fed || w.closed {
+			return nil
+		}
+		ch := make(chan struct{})
+		w.holds = append(w.holds, hold{target: w.fed, ch: ch})
+		w.kick()
+		return ch
+	case FsyncEverysec:
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if start := w.fsyncing; start != 0 && !w.closed && time.Since(time.Unix(0, start)) > delayLimit {
+			w.delayedFsync.Add(1)
+			ch := make(chan struct{})
+			w.holds = append(w.holds, hold{target: -1, ch: ch})
+			return ch
+		}
+	}
+	return nil
+}
+
+// releaseLocked closes the holds that passed.
+func (w *Writer) releaseLocked() {
+	if len(w.holds) == 0 {
+		return
+	}
+	keep := w.holds[:0]
+	for _, h := range w.holds {
+		if w.closed || (h.target >= 0 && w.synced >= h.target) || (h.target < 0 && w.fsyncing == 0) ||
+			(h.target >= 0 && w.Policy() != FsyncAlways) {
+			close(h.ch)
+			continue
+		}
+		keep = append(keep, h)
+	}
+	clear(w.holds[len(keep):])
+	w.holds = keep
+}
+
 // WaitSynced waits until offset off of the stream is fsynced or timeout
 // passes (0: no limit); it reports whether it is.
 func (w *Writer) WaitSynced(off int64, timeout time.Duration) bool {
 	var t *time.Timer
 	if timeout > 0 {
-		t = time.AfterFunc(timeout, func() { w.mu.Lock(); w.cond.Broadcast(); w.mu.Unlock() })
+		t = time.AfterFunc(timeout, func() {
+			w.mu.Lock()
+			w.cond.Broadcast()
+			w.releaseLocked()
+			w.mu.Unlock()
+		})
 		defer t.Stop()
 	}
 	deadline := time.Now().Add(timeout)
@@ -309,6 +372,7 @@ func (w *Writer) Close() error {
 	w.mu.Lock()
 	w.closed = true
 	w.cond.Broadcast()
+	w.releaseLocked()
 	w.mu.Unlock()
 	<-w.stopped
 	for _, s := range w.segs {
@@ -397,6 +461,7 @@ func (w *Writer) flush(force bool) error {
 				w.synced = end
 			}
 			w.cond.Broadcast()
+			w.releaseLocked()
 			w.mu.Unlock()
 		}
 		w.recovered()
@@ -445,6 +510,7 @@ func (w *Writer) sync(f *os.File) error {
 	w.mu.Lock()
 	w.fsyncing = 0
 	w.cond.Broadcast()
+	w.releaseLocked()
 	w.mu.Unlock()
 	if err == nil {
 		w.lastFsync.Store(time.Now().UnixNano())
@@ -483,6 +549,7 @@ func (w *Writer) recovered() {
 	w.err = nil
 	w.writeErr.Store(false)
 	w.cond.Broadcast()
+	w.releaseLocked()
 	w.mu.Unlock()
 	w.log.Warn("AOF: write error looks solved; accepting writes again")
 }

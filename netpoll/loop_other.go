@@ -22,5 +22,5 @@ func (l *Loop) Adopt(*net.TCPConn, Handler, func(int)) error { return errUnsuppo
 func (l *Loop) RequestClose(int, Handler)                    {}
 func (l *Loop) Stop()                                        {}
 func (l *Loop) Run()                                         {}
-func (l *Loop) SetBarrier(func())                            {}
+func (l *Loop) SetBarrier(Barrier)                           {}
 func FileConn(int) (net.Conn, error)                         { return nil, errUnsupported }

@@ -154,6 +154,19 @@ func (s *Server) aofBarrier() {
 	}
 }
 
+// aofHold is the event loops' netpoll.Barrier: replies to writes wait
+// for the AOF without blocking the loop.
+type aofHold Server
+
+func (h *aofHold) Hold() <-chan struct{} {
+	if a := (*Server)(h).aof.a.Load(); a != nil {
+		if w := a.Writer(); w != nil {
+			return w.Hold()
+		}
+	}
+	return nil
+}
+
 // Defer implements netpoll.Deferrer: replies to writes wait for the loop's
 // barrier (the AOF group commit) once per batch.
 func (lc *loopClient) Defer() bool {

@@ -105,11 +105,20 @@ func TestAOFFullDisk(t *testing.T) {
 	if err := other.Get(ctx, "k0").Err(); err != nil {
 		t.Fatalf("reads must go on: %v", err)
 	}
-	os.Remove(filler)
-	waitInfo(t, other, "aof_last_write_status:ok")
-	time.Sleep(100 * time.Millisecond)
+	// The connection whose write waits for the disk is held, not its
+	// event loop: new connections (spread over every loop) are served.
+	for i := 0; i < 4; i++ {
+		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := newClient(t, s).Get(tctx, "k0").Err()
+		cancel()
+		if err != nil {
+			t.Fatalf("connection %d not served while the disk is full: %v", i, err)
+		}
+	}
 	close(stop)
-	<-done
+	os.Remove(filler)
+	<-done // the held write was answered
+	waitInfo(t, other, "aof_last_write_status:ok")
 	if err := other.Set(ctx, "after", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}

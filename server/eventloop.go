@@ -30,7 +30,7 @@ func (s *Server) startLoops() []*netpoll.Loop {
 			}
 			return nil
 		}
-		l.SetBarrier(s.aofBarrier)
+		l.SetBarrier((*aofHold)(s))
 		loops = append(loops, l)
 		s.wg.Add(1)
 		go func() {
