@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"syscall"
 )
 
 // Loop is Linux-only (epoll); elsewhere New fails and callers serve every
@@ -24,3 +25,6 @@ func (l *Loop) Stop()                                        {}
 func (l *Loop) Run()                                         {}
 func (l *Loop) SetBarrier(Barrier)                           {}
 func FileConn(int) (net.Conn, error)                         { return nil, errUnsupported }
+
+// Read is never called off Linux (no loop serves a connection there).
+func Read(int, []byte) (int, syscall.Errno) { return 0, syscall.ENOSYS }
