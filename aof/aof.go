@@ -38,6 +38,9 @@ type AOF struct {
 	mu   sync.Mutex // manifest and rewrite state
 	man  *Manifest
 	busy bool // a rewrite runs
+	// closed: Close was called; a rewrite still running starts no writer
+	// and switches no manifest.
+	closed atomic.Bool
 
 	baseSize       atomic.Int64 // base file size at the last rewrite or load
 	rewriteBase    atomic.Int64 // aof_rewrite_base_size: total size after the last rewrite
@@ -239,6 +242,9 @@ func (a *AOF) rewrite(ctx context.Context, snap Snapshotter) error {
 	tmp := filepath.Join(a.dir, fmt.Sprintf("temp-rewriteaof-bg-%d.aof", os.Getpid()))
 	cutDone := false
 	onCut := func() {
+		if a.closed.Load() {
+			return
+		}
 		cutDone = true
 		if w := a.w.Load(); w != nil {
 			w.Cut(f, inc.Name)
@@ -247,6 +253,9 @@ func (a *AOF) rewrite(ctx context.Context, snap Snapshotter) error {
 		w := NewWriter(f, inc.Name, 0, a.cfg.Fsync, a.log)
 		w.SetTimestamps(a.cfg.Timestamps)
 		a.w.Store(w)
+		if a.closed.Load() && a.w.CompareAndSwap(w, nil) { // Close ran meanwhile
+			go w.Close()
+		}
 	}
 	abort := func(err error) error {
 		_ = os.Remove(tmp)
@@ -268,6 +277,9 @@ func (a *AOF) rewrite(ctx context.Context, snap Snapshotter) error {
 		return abort(err)
 	}
 	err = snap(ctx, bf, onCut)
+	if err == nil && a.closed.Load() {
+		err = errors.New("the AOF was closed during the rewrite")
+	}
 	if err == nil && !cutDone {
 		err = errors.New("snapshot ended without a cut")
 	}
@@ -427,6 +439,7 @@ func (a *AOF) NeedsRewrite(percent int, minSize int64) bool {
 
 // Close writes and fsyncs what was fed and closes the files.
 func (a *AOF) Close() error {
+	a.closed.Store(true)
 	w := a.w.Swap(nil)
 	if w == nil {
 		return nil

@@ -53,7 +53,8 @@ type aofState struct {
 	preamble   atomic.Bool
 	loadTrunc  atomic.Bool
 	timestamps atomic.Bool
-	scheduled  atomic.Bool // a rewrite is wanted (appendonly yes, or a failed one)
+	scheduled  atomic.Bool  // a rewrite is wanted (appendonly yes, or a failed one)
+	starting   atomic.Int32 // background rewrites started and not finished
 	lastTry    atomic.Int64
 	// loaded is set once start-up looked for an AOF; loadedOK when one was
 	// loaded (it is then resumed, not rewritten); baseSize its base size.
@@ -353,12 +354,13 @@ func (s *Server) aofCron() {
 
 // startRewrite runs a background rewrite of a.
 func (s *Server) startRewrite(a *aof.AOF, reason string) bool {
-	if a.Rewriting() {
+	if a.Rewriting() || s.aof.starting.Load() > 0 {
 		return false
 	}
 	s.aof.scheduled.Store(false)
 	s.aof.lastTry.Store(time.Now().UnixNano())
 	s.log.Info("background append only file rewriting started", "reason", reason)
+	s.aof.starting.Add(1)
 	s.wg.Add(1)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -371,6 +373,7 @@ func (s *Server) startRewrite(a *aof.AOF, reason string) bool {
 	go func() {
 		defer s.wg.Done()
 		defer cancel()
+		defer s.aof.starting.Add(-1)
 		if err := a.Rewrite(ctx, s.aofSnapshotter(backgroundPace)); err != nil {
 			if errors.Is(err, aof.ErrRewriteRunning) {
 				return
@@ -406,7 +409,9 @@ func (s *Server) setAppendOnly(on bool) error {
 	st.a.Store(a)
 	st.on.Store(true)
 	s.startAOFCron()
-	s.startRewrite(a, "appendonly enabled")
+	if !s.startRewrite(a, "appendonly enabled") {
+		s.aof.scheduled.Store(true) // after the running one (aofCron)
+	}
 	return nil
 }
 
@@ -426,7 +431,9 @@ func (s *Server) restartAOF() {
 	s.aof.a.Store(a)
 	go func() {
 		_ = old.Close()
-		s.startRewrite(a, "replica full sync")
+		if !s.startRewrite(a, "replica full sync") {
+			s.aof.scheduled.Store(true) // after the running one (aofCron)
+		}
 	}()
 }
 
@@ -545,11 +552,10 @@ func cmdBgrewriteaof(c *Client, args [][]byte) {
 		c.simple("Background append only file rewriting started")
 		return
 	}
-	if a.Rewriting() {
+	if !s.startRewrite(a, "BGREWRITEAOF") {
 		c.err("ERR " + aof.ErrRewriteRunning.Error())
 		return
 	}
-	s.startRewrite(a, "BGREWRITEAOF")
 	c.simple("Background append only file rewriting started")
 }
 
@@ -646,7 +652,7 @@ func (s *Server) infoAOF(field func(string, any)) {
 		st.RewriteSeconds, st.LastRewriteSeconds = -1, -1
 	}
 	field("aof_enabled", b2i(s.aof.on.Load()))
-	field("aof_rewrite_in_progress", b2i(st.Rewriting))
+	field("aof_rewrite_in_progress", b2i(st.Rewriting || s.aof.starting.Load() > 0))
 	field("aof_rewrite_scheduled", b2i(s.aof.scheduled.Load()))
 	field("aof_last_rewrite_time_sec", st.LastRewriteSeconds)
 	field("aof_current_rewrite_time_sec", st.RewriteSeconds)

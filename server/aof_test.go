@@ -239,3 +239,29 @@ func startRedisDir(t *testing.T, dir string, extra ...string) string {
 	addr := startRedis(t, append([]string{"--dir", dir}, extra...)...)
 	return addr
 }
+
+// TestAOFToggleDuringRewrite: turning appendonly off while its first
+// rewrite runs, then on again, leaves one consistent AOF.
+func TestAOFToggleDuringRewrite(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := startServer(t, func(c *Config) { c.Dir = dir; c.Save = "" })
+	rc := newClient(t, s)
+	if err := rc.Do(ctx, "DEBUG", "POPULATE", "20000").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		rc.ConfigSet(ctx, "appendonly", "yes")
+		rc.Set(ctx, fmt.Sprint("t", i), i, 0)
+		rc.ConfigSet(ctx, "appendonly", "no")
+	}
+	rc.ConfigSet(ctx, "appendonly", "yes")
+	rc.Set(ctx, "final", "1", 0)
+	waitRewrite(t, rc)
+	want := digestOf(t, rc)
+	s.Close()
+	s2 := startServer(t, aofOn(dir, "everysec"))
+	if got := digestOf(t, newClient(t, s2)); got != want {
+		t.Fatalf("digest %s, want %s", got, want)
+	}
+}
