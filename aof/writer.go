@@ -39,7 +39,7 @@ func ParsePolicy(s string) (Policy, error) {
 	case "no":
 		return FsyncNo, nil
 	}
-	return 0, errors.New("argument(s) must be one of the following: always, everysec, no")
+	return 0, errors.New("argument(s) must be one of the following: everysec, always, no")
 }
 
 // delayLimit is how far a background fsync may fall behind before writers

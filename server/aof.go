@@ -28,15 +28,16 @@ import (
 // AOFConfig is the start-up configuration of the append-only file, with
 // Redis's parameter names.
 type AOFConfig struct {
-	Enabled        bool   // appendonly
-	Fsync          string // appendfsync: always, everysec (""), no
-	FileName       string // appendfilename ("": appendonly.aof)
-	DirName        string // appenddirname ("": appendonlydir)
-	AutoPercent    int    // auto-aof-rewrite-percentage (0: no automatic rewrite)
-	AutoMinSize    int64  // auto-aof-rewrite-min-size
-	UseRDBPreamble bool   // aof-use-rdb-preamble
-	LoadTruncated  bool   // aof-load-truncated
-	Timestamps     bool   // aof-timestamp-enabled
+	Enabled  bool   // appendonly
+	Fsync    string // appendfsync: always, everysec (""), no
+	FileName string // appendfilename ("": appendonly.aof)
+	DirName  string // appenddirname ("": appendonlydir)
+	// The zero value of every field is Redis's default.
+	AutoPercent     int   // auto-aof-rewrite-percentage (0: 100; negative: no automatic rewrite)
+	AutoMinSize     int64 // auto-aof-rewrite-min-size (0: 64mb)
+	NoRDBPreamble   bool  // aof-use-rdb-preamble no
+	NoLoadTruncated bool  // aof-load-truncated no
+	Timestamps      bool  // aof-timestamp-enabled
 }
 
 // aofState is the server's AOF: a is nil while appendonly is no.
@@ -78,10 +79,20 @@ func (s *Server) initAOF(cfg AOFConfig) {
 	if st.dirname == "" {
 		st.dirname = "appendonlydir"
 	}
-	st.autoPct.Store(int64(cfg.AutoPercent))
-	st.autoMin.Store(cfg.AutoMinSize)
-	st.preamble.Store(cfg.UseRDBPreamble)
-	st.loadTrunc.Store(cfg.LoadTruncated)
+	pct, minSize := int64(cfg.AutoPercent), cfg.AutoMinSize
+	switch {
+	case pct == 0:
+		pct = 100
+	case pct < 0:
+		pct = 0 // CONFIG's "no automatic rewrite"
+	}
+	if minSize == 0 {
+		minSize = 64 << 20
+	}
+	st.autoPct.Store(pct)
+	st.autoMin.Store(minSize)
+	st.preamble.Store(!cfg.NoRDBPreamble)
+	st.loadTrunc.Store(!cfg.NoLoadTruncated)
 	st.timestamps.Store(cfg.Timestamps)
 	st.on.Store(cfg.Enabled)
 }
@@ -96,8 +107,8 @@ func CheckAOFConfig(cfg AOFConfig) error {
 			return fmt.Errorf("%q: must be a name, not a path", n)
 		}
 	}
-	if cfg.AutoPercent < 0 {
-		return errors.New("auto-aof-rewrite-percentage must not be negative")
+	if cfg.AutoMinSize < 0 {
+		return errors.New("auto-aof-rewrite-min-size must not be negative")
 	}
 	return nil
 }
@@ -590,7 +601,8 @@ func aofParams(m map[string]configParam) {
 	// File names are fixed at start-up (as in Redis, where they are
 	// immutable).
 	name := func(field func(s *Server) *string) configParam {
-		return configParam{get: func(s *Server) string { return *field(s) }}
+		return configParam{get: func(s *Server) string { return *field(s) },
+			set: func(*Server, string) error { return errors.New("can't set immutable config") }}
 	}
 	m["appendfilename"] = name(func(s *Server) *string { return &s.aof.filename })
 	m["appenddirname"] = name(func(s *Server) *string { return &s.aof.dirname })

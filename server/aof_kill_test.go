@@ -26,8 +26,7 @@ func TestAOFHelperProcess(t *testing.T) {
 	}
 	cfg := Config{Port: 0, Bind: "127.0.0.1", Shards: 4, DBNum: 16, Dir: os.Getenv("DAMSELFLY_AOF_DIR"), DBFilename: "dump.rdb",
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
-		AOF: AOFConfig{Enabled: true, Fsync: os.Getenv("DAMSELFLY_AOF_FSYNC"), UseRDBPreamble: true, LoadTruncated: true,
-			AutoPercent: 100, AutoMinSize: 256 << 10}}
+		AOF:    AOFConfig{Enabled: true, Fsync: os.Getenv("DAMSELFLY_AOF_FSYNC"), AutoMinSize: 256 << 10}}
 	s := New(cfg)
 	if err := s.LoadDump(); err != nil {
 		fmt.Println("ERR", err)

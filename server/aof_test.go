@@ -19,7 +19,7 @@ import (
 func aofOn(dir, fsync string) func(*Config) {
 	return func(c *Config) {
 		c.Dir = dir
-		c.AOF = AOFConfig{Enabled: true, Fsync: fsync, UseRDBPreamble: true, LoadTruncated: true}
+		c.AOF = AOFConfig{Enabled: true, Fsync: fsync}
 	}
 }
 
@@ -247,7 +247,7 @@ func TestAOFToggleDuringRewrite(t *testing.T) {
 	ctx := context.Background()
 	s := startServer(t, func(c *Config) { c.Dir = dir; c.Save = "" })
 	rc := newClient(t, s)
-	if err := rc.Do(ctx, "DEBUG", "POPULATE", "20000").Err(); err != nil {
+	if err := rc.Do(ctx, "DEBUG", "POPULATE", "5000").Err(); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 5; i++ {

@@ -42,9 +42,13 @@ type aofFlags struct {
 }
 
 func (f *aofFlags) config() server.AOFConfig {
+	pct := f.AutoRewritePercent
+	if pct == 0 {
+		pct = -1 // 0 = never, as in Redis (server.AOFConfig takes 0 as the default)
+	}
 	return server.AOFConfig{
 		Enabled: bool(f.Appendonly), Fsync: f.Appendfsync, FileName: f.Appendfilename, DirName: f.Appenddirname,
-		AutoPercent: f.AutoRewritePercent, AutoMinSize: int64(f.AutoRewriteMinSize),
-		UseRDBPreamble: bool(f.UseRDBPreamble), LoadTruncated: bool(f.LoadTruncated), Timestamps: bool(f.TimestampEnabled),
+		AutoPercent: pct, AutoMinSize: int64(f.AutoRewriteMinSize),
+		NoRDBPreamble: !bool(f.UseRDBPreamble), NoLoadTruncated: !bool(f.LoadTruncated), Timestamps: bool(f.TimestampEnabled),
 	}
 }
