@@ -459,7 +459,7 @@ func (s *Server) closeAOF() {
 
 func registerAOF(reg registrar) {
 	reg("bgrewriteaof", 1, "admin|noscript|no_async_loading", 0, 0, 0, "server", cmdBgrewriteaof)
-	reg("waitaof", 4, "noscript|blocking", 0, 0, 0, "generic", cmdWaitaof)
+	reg("waitaof", 4, "noscript|blocking|x-detach|x-no-data", 0, 0, 0, "generic", cmdWaitaof)
 }
 
 // cmdWaitaof is WAITAOF numlocal numreplicas timeout (Redis 7.2): wait
