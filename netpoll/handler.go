@@ -69,3 +69,21 @@ type Handler interface {
 	// Readable returned Detach; the handler owns fd from now on.
 	Detached(fd int)
 }
+
+// Deferrer is implemented by a Handler whose replies may have to wait for
+// work shared by the whole batch, such as the append-only file's group
+// commit (replies to writes leave only once the writes are fsynced). When
+// Defer reports true after Readable returned Keep, the loop writes that
+// output only once its Barrier (Loop.SetBarrier) lets it: the barrier is
+// asked once per batch of events, and while it holds, the loop goes on
+// serving every other connection.
+type Deferrer interface {
+	Defer() bool
+}
+
+// Barrier decides when deferred output may be written.
+type Barrier interface {
+	// Hold returns nil when the output deferred so far may be written now,
+	// or a channel that is closed once it may.
+	Hold() <-chan struct{}
+}

@@ -21,10 +21,18 @@ type Loop struct {
 	conns  []slot // by fd; touched by the loop goroutine only
 	events [256]syscall.EpollEvent
 
-	mu      sync.Mutex // guards what other goroutines hand over:
-	adds    []request
-	closes  []request
-	stopped bool
+	// barrier, when set, is asked once after a batch of events in which
+	// some handler deferred its output (Deferrer) when that output may be
+	// written; until then those connections are held: neither read nor
+	// written, while the loop serves the others. Set before Run.
+	barrier  Barrier
+	deferred []request
+
+	mu       sync.Mutex // guards what other goroutines hand over:
+	adds     []request
+	closes   []request
+	released [][]request // held batches whose barrier passed
+	stopped  bool
 }
 
 // slot is the loop's state of one connection.
@@ -32,6 +40,7 @@ type slot struct {
 	h          Handler // nil: no connection on this fd
 	waitOut    bool    // output is waiting for EPOLLOUT; input is not read
 	closeAfter bool    // close once the output is written
+	held       bool    // output waits for the barrier; input is not read
 }
 
 type request struct {
@@ -246,9 +255,62 @@ func (l *Loop) Run() {
 					continue
 				}
 			}
-			if ev.Events&(syscall.EPOLLIN|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 && !s.waitOut {
+			if ev.Events&(syscall.EPOLLIN|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 && !s.waitOut && !s.held {
 				l.readable(fd, s, now)
 			}
+		}
+		if len(l.deferred) > 0 {
+			l.flushDeferred()
+		}
+	}
+}
+
+// SetBarrier installs what deferred output waits for (see Deferrer). Call
+// it before Run.
+func (l *Loop) SetBarrier(b Barrier) { l.barrier = b }
+
+// flushDeferred asks the barrier once for the whole batch: the deferred
+// output is written now, or its connections are held (no input read, no
+// output written) until a goroutine waiting on the barrier's channel hands
+// the batch back through the wake-up fd.
+func (l *Loop) flushDeferred() {
+	ch := l.barrier.Hold()
+	if ch == nil {
+		l.release(l.deferred)
+		l.deferred = l.deferred[:0]
+		return
+	}
+	batch := make([]request, len(l.deferred))
+	copy(batch, l.deferred)
+	l.deferred = l.deferred[:0]
+	for _, r := range batch {
+		s := &l.conns[r.fd]
+		s.held = true
+		l.interest(r.fd, 0)
+	}
+	go func() {
+		<-ch
+		l.mu.Lock()
+		l.released = append(l.released, batch)
+		l.mu.Unlock()
+		l.wake()
+	}()
+}
+
+// release writes the output of held or deferred connections (those still
+// served by the same handler) and reads them again.
+func (l *Loop) release(batch []request) {
+	for _, r := range batch {
+		if r.fd >= len(l.conns) || l.conns[r.fd].h != r.h {
+			continue // closed meanwhile (and maybe reused)
+		}
+		s := &l.conns[r.fd]
+		if s.held {
+			s.held = false
+			l.interest(r.fd, syscall.EPOLLIN)
+		}
+		if !l.flush(r.fd, s) || (!s.waitOut && s.closeAfter) {
+			l.close(r.fd)
 		}
 	}
 }
@@ -259,9 +321,12 @@ func (l *Loop) handover() bool {
 	var buf [8]byte
 	_, _ = syscall.Read(l.wakefd, buf[:])
 	l.mu.Lock()
-	adds, closes, stopped := l.adds, l.closes, l.stopped
-	l.adds, l.closes = nil, nil
+	adds, closes, released, stopped := l.adds, l.closes, l.released, l.stopped
+	l.adds, l.closes, l.released = nil, nil, nil
 	l.mu.Unlock()
+	for _, b := range released {
+		l.release(b)
+	}
 	for _, a := range adds {
 		ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(a.fd)}
 		if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, a.fd, &ev); err != nil {
@@ -287,6 +352,12 @@ func (l *Loop) handover() bool {
 func (l *Loop) readable(fd int, s *slot, now int64) {
 	switch s.h.Readable(fd, now) {
 	case Keep:
+		if l.barrier != nil {
+			if d, ok := s.h.(Deferrer); ok && d.Defer() {
+				l.deferred = append(l.deferred, request{fd, s.h})
+				return
+			}
+		}
 		if !l.flush(fd, s) {
 			l.close(fd)
 		}

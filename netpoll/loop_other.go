@@ -23,6 +23,7 @@ func (l *Loop) Adopt(*net.TCPConn, Handler, func(int)) error { return errUnsuppo
 func (l *Loop) RequestClose(int, Handler)                    {}
 func (l *Loop) Stop()                                        {}
 func (l *Loop) Run()                                         {}
+func (l *Loop) SetBarrier(Barrier)                           {}
 func FileConn(int) (net.Conn, error)                         { return nil, errUnsupported }
 
 // Read is never called off Linux (no loop serves a connection there).

@@ -116,6 +116,10 @@ type Client struct {
 	// waitedNs is how long the running command waited holding no shard
 	// (blockOn), which the watchdog does not count.
 	waitedNs int64
+	// aofWait: this batch wrote, so its replies wait for the AOF's
+	// barrier (aof.go); aofLoading marks the client replaying the AOF.
+	aofWait    bool
+	aofLoading bool
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -177,6 +181,7 @@ func (c *Client) serveFrom(resumed bool) {
 		}
 		resumed = false
 		perr := c.processInput()
+		c.aofSyncReplies()
 		if c.sess.outq != nil { // subscribed: output goes through the queue
 			if !c.queueOutput() {
 				return
@@ -305,7 +310,13 @@ func (c *Client) execute(args [][]byte) {
 		c.err(misconfErr)
 		return
 	}
-	if cmd.denyOOM && !c.fromPrimary && c.srv.cfg.maxMemory.Load() > 0 {
+	if (cmd.write || cmd.name == "ping") && !c.fromPrimary && !c.aofLoading {
+		if e := c.srv.aofMisconf(); e != "" {
+			c.err(e)
+			return
+		}
+	}
+	if cmd.denyOOM && !c.fromPrimary && !c.aofLoading && c.srv.cfg.maxMemory.Load() > 0 {
 		if !c.admitCommand(cmd, args) {
 			c.err("OOM command not allowed when used memory > 'maxmemory'.")
 			c.txFlag()

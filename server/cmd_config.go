@@ -144,7 +144,6 @@ func configParams() map[string]configParam {
 			},
 		},
 		"client-output-buffer-limit": outLimitParam(),
-		"appendonly":                 {get: func(s *Server) string { return "no" }},
 		"maxmemory-policy": {
 			get: func(s *Server) string { return evictionPolicy(s.evict.policy.Load()).String() },
 			set: func(s *Server, v string) error {
@@ -172,6 +171,7 @@ func configParams() map[string]configParam {
 	protectedParams(m)
 	maxClientsParam(m)
 	watchdogParam(m)
+	aofParams(m)
 	return m
 }
 

@@ -311,6 +311,15 @@ func (s *Server) saveCron() {
 // that exists but cannot be read fully is an error: the caller must not
 // start (it would later save an empty or partial dataset over it).
 func (s *Server) LoadDump() error {
+	if s.aof.on.Load() {
+		// appendonly yes: the AOF, when there is one, wins (Redis's rule).
+		if s.aof.a.Load() != nil {
+			return nil // Start already loaded or created the AOF
+		}
+		if ok, err := s.loadAOF(); err != nil || ok {
+			return err
+		}
+	}
 	_, path := s.dumpPath()
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -499,18 +508,10 @@ func (s *Server) infoPersistence(field func(string, any)) {
 	field("rdb_last_cow_size", 0)
 	field("rdb_last_load_keys_expired", 0)
 	field("rdb_last_load_keys_loaded", p.loadedKeys.Load())
-	field("aof_enabled", 0)
-	field("aof_rewrite_in_progress", 0)
-	field("aof_rewrite_scheduled", 0)
-	field("aof_last_rewrite_time_sec", -1)
-	field("aof_current_rewrite_time_sec", -1)
-	field("aof_last_bgrewrite_status", "ok")
-	field("aof_rewrites", 0)
-	field("aof_rewrites_consecutive_failures", 0)
-	field("aof_last_write_status", "ok")
-	field("aof_last_cow_size", 0)
+	s.infoAOF(field)
 	field("module_fork_in_progress", 0)
 	field("module_fork_last_cow_size", 0)
+	s.infoAOFOn(field)
 }
 
 func b2i(b bool) int {

@@ -65,6 +65,7 @@ func buildCommandTable() *cmdTable {
 	registerStrings(reg)
 	registerKeys(reg)
 	registerPersistence(reg)
+	registerAOF(reg)
 	registerDump(reg)
 	registerPubSub(reg)
 	registerMulti(reg)

@@ -30,6 +30,7 @@ func (s *Server) startLoops() []*netpoll.Loop {
 			}
 			return nil
 		}
+		l.SetBarrier((*aofHold)(s))
 		loops = append(loops, l)
 		s.wg.Add(1)
 		go func() {
@@ -78,6 +79,7 @@ func (lc *loopClient) Readable(fd int, now int64) netpoll.Action {
 	}
 	c.noteBuffers(len(c.out) - c.outPos)
 	if c.detach || c.handoff != nil {
+		c.aofSyncReplies()
 		return netpoll.Detach
 	}
 	if c.r == c.w {
@@ -88,8 +90,10 @@ func (lc *loopClient) Readable(fd int, now int64) netpoll.Action {
 	}
 	switch {
 	case eof:
+		c.aofSyncReplies()
 		return netpoll.CloseNow
 	case c.quit || c.closed.Load():
+		c.aofSyncReplies()
 		return netpoll.CloseAfterWrite
 	}
 	return netpoll.Keep

@@ -107,10 +107,12 @@ func (c *Client) rewrite(args ...[]byte) { c.propagate = args }
 // Called with the command's shard locks held.
 func (s *Server) commitWrite(c *Client) {
 	s.dirty.Add(1)
+	s.noteAOFWrite(c)
 	switch {
 	case c.fromPrimary:
 		// The primary's exact bytes join our own stream (chained replicas,
 		// promotion); see replication.Node.CommitFromPrimary.
+		s.aofFeedFromPrimary(c)
 		s.repl.CommitFromPrimary()
 	case c.propagateMany != nil:
 		cmds := c.propagateMany

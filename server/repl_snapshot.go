@@ -29,6 +29,7 @@ func (s *Server) replLoad(r io.Reader) (int64, error) {
 	for i, sh := range s.store.Shards() {
 		sh.Adopt(fresh.Shards()[i])
 	}
+	s.restartAOF()
 	s.store.UnlockMany(&all)
 	return st.Keys, nil
 }

@@ -36,7 +36,7 @@ func (s *Server) initReplication(cfg Config) {
 		MasterAuth: cfg.MasterAuth,
 	})
 	for _, sh := range s.store.Shards() {
-		sh.OnExpire = s.repl.AppendExpired
+		sh.OnExpire = s.onExpire
 	}
 }
 

@@ -79,6 +79,8 @@ type Config struct {
 	EnableDebugCommand     string
 	// MaxClients bounds connections over all ports (maxclients; 0: 10000).
 	MaxClients int
+	// AOF configures the append-only file (aof.go).
+	AOF AOFConfig
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -155,6 +157,7 @@ type Server struct {
 	journal func(db int, args [][]byte) int64
 
 	persist   persistence
+	aof       aofState // the append-only file (aof.go)
 	pubsub    *pubsubRegistry
 	outLimits atomic.Pointer[outLimits] // client-output-buffer-limit
 	scripts   *scriptCache
@@ -223,7 +226,8 @@ func New(cfg Config) *Server {
 	s.limitsConn.init(cfg.MaxClients)
 	s.wd.thresholdMs.Store(defaultWatchdogMs)
 	s.initReplication(cfg)
-	s.journal = s.repl.Append
+	s.initAOF(cfg.AOF)
+	s.journal = s.journalWrite
 	return s
 }
 
@@ -240,6 +244,9 @@ func (s *Server) Start(cfg Config) error {
 		heap, dataset := s.memoryParts(nil)
 		s.usedMem.Store(heap + dataset)
 		s.updateBudget(heap+dataset, dataset)
+	}
+	if err := s.startAOF(); err != nil {
+		return err
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)))
 	if err != nil {
@@ -432,6 +439,7 @@ func (s *Server) Close() error {
 	}
 	s.repl.Close()
 	s.wg.Wait()
+	s.closeAOF()
 	return nil
 }
 

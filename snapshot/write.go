@@ -217,7 +217,7 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 		close(r.queue)
 	}()
 
-	aux := append(rdb.DefaultAux(mem), opt.Aux...)
+	aux := mergeAux(rdb.DefaultAux(mem), opt.Aux)
 	if err := out.Header(aux); err != nil {
 		r.fail(err)
 	}
@@ -488,4 +488,21 @@ func encode(w *rdb.Writer, e *shard.Entry, exp int64) error {
 		return w.Stream(key, exp, streamToRDB(s))
 	}
 	return fmt.Errorf("unknown type %d", e.Type())
+}
+
+// mergeAux adds extra aux fields to the defaults; one with a default's
+// name replaces it (the AOF base sets aof-base 1).
+func mergeAux(def, extra []rdb.Aux) []rdb.Aux {
+	for _, a := range extra {
+		i := 0
+		for i < len(def) && def[i].Key != a.Key {
+			i++
+		}
+		if i < len(def) {
+			def[i] = a
+		} else {
+			def = append(def, a)
+		}
+	}
+	return def
 }

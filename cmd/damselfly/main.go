@@ -61,6 +61,7 @@ type cli struct {
 	Maxclients       int              `help:"Most connections open at once, over all ports; more get -ERR max number of clients reached." default:"10000" env:"DAMSELFLY_MAXCLIENTS"`
 	EnableDebug      string           `name:"enable-debug-command" help:"Allow DEBUG: no, yes, or local (loopback and Unix socket clients only)." default:"no" enum:"no,yes,local" env:"DAMSELFLY_ENABLE_DEBUG_COMMAND"`
 	EnableProtected  string           `name:"enable-protected-configs" help:"Allow CONFIG SET dir/dbfilename: no, yes, or local (loopback and Unix socket clients only)." default:"no" enum:"no,yes,local" env:"DAMSELFLY_ENABLE_PROTECTED_CONFIGS"`
+	AOF              aofFlags         `embed:""`
 	Healthcheck      bool             `help:"Send PING to the server on 127.0.0.1:--port and exit 0 on PONG (for container health checks)."`
 }
 
@@ -106,6 +107,7 @@ func main() {
 		ReplicaOf: c.Replicaof, MasterAuth: c.Masterauth, ReplBacklogSize: int64(c.ReplBacklog),
 		GoroutinePerConn: c.GoroutinePerConn,
 		MaxClients:       c.Maxclients, EnableDebugCommand: c.EnableDebug, EnableProtectedConfigs: c.EnableProtected,
+		AOF: c.AOF.config(),
 	}
 	srv := server.New(cfg)
 	// A dump that exists but cannot be read stops us here: starting empty
@@ -193,6 +195,9 @@ func validate(c *cli) error {
 	}
 	if _, err := server.ParseSaveSchedule(c.Save); err != nil {
 		return fmt.Errorf("--save %q: %v", c.Save, err)
+	}
+	if err := server.CheckAOFConfig(c.AOF.config()); err != nil {
+		return fmt.Errorf("append-only file flags: %v", err)
 	}
 	if strings.ContainsRune(c.Dbfilename, '/') {
 		return fmt.Errorf("--dbfilename %q: must be a file name, not a path", c.Dbfilename)
