@@ -144,6 +144,7 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 			Progress: prog,
 			Compress: s.cfg.rdbCompression.Load(),
 			Pace:     pace,
+			Busy:     s.snapshotBusy(),
 		})
 		if err == nil {
 			err = f.Sync()
@@ -204,7 +205,8 @@ func (s *Server) Save(reason string) error {
 }
 
 // backgroundPace limits a background save (and a full sync) to about a
-// third of a core while clients write; see snapshot.Options.Pace.
+// fifth of a core while clients wait for it, and nothing while none do;
+// see snapshot.Options.Pace.
 const backgroundPace = 4
 
 // startBgsave starts a background save.
