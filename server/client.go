@@ -277,6 +277,11 @@ func (c *Client) execute(args [][]byte) {
 		c.err(misconfErr)
 		return
 	}
+	if c.srv.refusedWhileLoading(cmd, args) {
+		c.err(loadingErr)
+		c.txFlag()
+		return
+	}
 	if cmd.denyOOM && !c.fromPrimary && c.srv.cfg.maxMemory.Load() > 0 {
 		if !c.admitCommand(cmd, args) {
 			c.err("OOM command not allowed when used memory > 'maxmemory'.")

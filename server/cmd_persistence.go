@@ -54,6 +54,9 @@ type persistence struct {
 	dirtyAtSave    atomic.Int64 // s.dirty at the cut of the last successful save
 	saves          atomic.Int64
 	loading        atomic.Bool
+	loadStart      atomic.Int64 // unix time the running load started
+	loadTotal      atomic.Int64 // size of the file being loaded
+	loadRead       atomic.Int64 // bytes of it read so far
 	loadedKeys     atomic.Int64
 	stopWritesOnEr atomic.Bool // stop-writes-on-bgsave-error
 	shutting       atomic.Bool // a shutdown is disconnecting clients and saving
@@ -279,7 +282,7 @@ func cmdBgsave(c *Client, args [][]byte) {
 // ask for (called by cron every 100 ms).
 func (s *Server) saveCron() {
 	p := &s.persist
-	if p.shutting.Load() {
+	if p.shutting.Load() || p.loading.Load() {
 		return
 	}
 	p.mu.Lock()
@@ -327,10 +330,10 @@ func (s *Server) LoadDump() error {
 }
 
 func (s *Server) loadFrom(f *os.File, path string) error {
-	s.persist.loading.Store(true)
+	s.beginLoading(f)
 	defer s.persist.loading.Store(false)
 	s.log.Info("loading the dump", "file", path)
-	stats, err := snapshot.Load(s.store, f, path)
+	stats, err := snapshot.LoadWith(s.store, f, path, snapshot.LoadOptions{Read: &s.persist.loadRead})
 	if err != nil {
 		return err
 	}
@@ -414,6 +417,9 @@ func (s *Server) shutdown(by *Client, mode shutdownMode, force bool) error {
 	s.clientsMu.Unlock()
 	s.stopBgsave()
 	save := mode == shutdownSave || (mode == shutdownDefault && len(s.saveSchedule()) > 0)
+	if p.loading.Load() {
+		save = false // never a partial dataset over the dump being loaded (Redis too)
+	}
 	if save {
 		if err := s.Save("shutdown"); err != nil && !force {
 			s.log.Error("errors trying to shut down the server; still running", "err", err)
@@ -513,6 +519,7 @@ func (s *Server) infoPersistence(field func(string, any)) {
 	field("aof_last_cow_size", 0)
 	field("module_fork_in_progress", 0)
 	field("module_fork_last_cow_size", 0)
+	s.infoLoading(field)
 }
 
 func b2i(b bool) int {

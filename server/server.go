@@ -236,24 +236,15 @@ func (s *Server) Start(cfg Config) error {
 		s.loops = s.startLoops()
 	}
 	if cfg.MemcachedPort != 0 {
-		port := cfg.MemcachedPort
-		if port < 0 {
-			port = 0
-		}
-		s.mc = memcache.New(s.store, memcache.Config{MaxItemSize: cfg.MaxItemSize, Logger: s.log,
-			Journal: s.commitMemcached, Loops: s.loops, Admit: s.admitWrite,
-			MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load})
-		mln, err := s.mc.Listen(net.JoinHostPort(cfg.Bind, strconv.Itoa(port)))
-		if err != nil {
+		if err := s.startMemcached(cfg); err != nil {
 			for _, l := range s.listeners {
 				l.Close()
 			}
 			for _, l := range s.loops {
 				l.Stop()
 			}
-			return fmt.Errorf("memcached port: %w", err)
+			return err
 		}
-		s.mcAddr = mln.Addr().String()
 	}
 	for _, l := range s.listeners {
 		s.wg.Add(1)
@@ -266,6 +257,21 @@ func (s *Server) Start(cfg Config) error {
 	}
 	s.wg.Add(1)
 	go s.cron()
+	return nil
+}
+
+// startMemcached serves the memcached protocol on cfg.MemcachedPort
+// (negative: a free port).
+func (s *Server) startMemcached(cfg Config) error {
+	port := max(cfg.MemcachedPort, 0)
+	s.mc = memcache.New(s.store, memcache.Config{MaxItemSize: cfg.MaxItemSize, Logger: s.log,
+		Journal: s.commitMemcached, Loops: s.loops, Admit: s.admitWrite,
+		MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load})
+	mln, err := s.mc.Listen(net.JoinHostPort(cfg.Bind, strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("memcached port: %w", err)
+	}
+	s.mcAddr = mln.Addr().String()
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/damselflydb/damselfly/shard"
@@ -76,6 +77,30 @@ func (b *batch) entry(i int, tmp *rdb.Entry) *rdb.Entry {
 // index beyond st's) and duplicate keys are errors, so that a server never
 // starts with part of its dump and later saves over the rest.
 func Load(st *shard.Store, r io.Reader, name string) (Stats, error) {
+	return LoadWith(st, r, name, LoadOptions{})
+}
+
+// LoadOptions tune LoadWith.
+type LoadOptions struct {
+	// Read, when set, counts the bytes read from the input so far (INFO's
+	// loading_loaded_bytes while a server loads).
+	Read *atomic.Int64
+}
+
+// countingReader counts what it reads.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// LoadWith is Load with options.
+func LoadWith(st *shard.Store, r io.Reader, name string, lo LoadOptions) (Stats, error) {
 	start := time.Now()
 	nowMs := start.UnixMilli()
 	shards := st.Shards()
@@ -169,7 +194,11 @@ func Load(st *shard.Store, r io.Reader, name string) (Stats, error) {
 		}
 	}}
 	errStopped := errors.New("stopped")
-	info, err := rdb.LoadWith(bufio.NewReaderSize(r, 1<<20), name, opt, func(e *rdb.Entry) error {
+	in := r
+	if lo.Read != nil {
+		in = &countingReader{r: r, n: lo.Read}
+	}
+	info, err := rdb.LoadWith(bufio.NewReaderSize(in, 1<<20), name, opt, func(e *rdb.Entry) error {
 		if e.DB < 0 || e.DB >= st.DBNum() {
 			return fmt.Errorf("%s: key %q is in DB %d, but only %d databases are configured (--dbnum)", name, e.Key, e.DB, st.DBNum())
 		}

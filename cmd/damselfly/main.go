@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -104,15 +105,16 @@ func main() {
 		GoroutinePerConn: c.GoroutinePerConn,
 	}
 	srv := server.New(cfg)
-	// A dump that exists but cannot be read stops us here: starting empty
+	// Listen at once (clients get -LOADING until the dump is loaded). A
+	// dump that exists but cannot be read stops us here: starting empty
 	// would later save an empty dataset over it.
-	if err := srv.LoadDump(); err != nil {
-		log.Error("cannot load the dump; refusing to start (fix or move the file)", "err", err)
-		fmt.Fprintln(os.Stderr, "damselfly: cannot load the dump:", err)
-		os.Exit(1)
-	}
-	if err := srv.Start(cfg); err != nil {
-		log.Error("cannot start", "err", err)
+	if err := srv.StartAndLoad(cfg); err != nil {
+		if errors.Is(err, server.ErrLoad) {
+			log.Error("cannot load the dump; refusing to start (fix or move the file)", "err", err)
+			fmt.Fprintln(os.Stderr, "damselfly:", err)
+		} else {
+			log.Error("cannot start", "err", err)
+		}
 		os.Exit(1)
 	}
 	log.Info("damselfly ready", "version", server.Version, "addr", srv.Addr(), "shards", c.Shards, "pid", os.Getpid())
