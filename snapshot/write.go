@@ -135,6 +135,9 @@ type run struct {
 	pace    int
 	busy    func() bool
 	paused  atomic.Int64 // ns the serializers paused for clients
+	// perShard gives every serializer a queue of its own (native format:
+	// one output per shard) instead of the shared queue.
+	perShard bool
 }
 
 func (r *run) fail(err error) {
@@ -152,12 +155,12 @@ func (r *run) failed() error {
 	return r.err
 }
 
-// send queues c unless the run was aborted.
-func (r *run) send(c chunk) bool {
+// send queues c for the output unless the run was aborted.
+func (s *serializer) send(c chunk) bool {
 	select {
-	case r.queue <- c:
+	case s.queue <- c:
 		return true
-	case <-r.abort:
+	case <-s.r.abort:
 		return false
 	}
 }
@@ -184,38 +187,7 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 	}
 	r := &run{version: out.Version(), queue: make(chan chunk, queueLen), abort: make(chan struct{}), free: make(chan []byte, queueLen), keys: &prog.Keys,
 		limits: rdb.Limits{NoCompression: !opt.Compress}, pace: opt.Pace, busy: opt.Busy}
-	shards := st.Shards()
-	sers := make([]*serializer, len(shards))
-	keys := make([]uint64, st.DBNum())
-	expires := make([]uint64, st.DBNum())
-	var mem int64
-
-	// The cut.
-	all := st.All()
-	st.LockMany(&all)
-	r.cutMs = time.Now().UnixMilli()
-	for i, sh := range shards {
-		s := newSerializer(r, sh, st.DBNum())
-		s.snap = sh.StartSnapshot(s)
-		sers[i] = s
-		for db := range keys {
-			k, e := s.snap.Size(db)
-			keys[db] += uint64(k)
-			expires[db] += uint64(e)
-			if d := sh.PeekDB(db); d != nil {
-				mem += d.MemoryUsed()
-			}
-		}
-	}
-	var total uint64
-	for _, k := range keys {
-		total += k
-	}
-	prog.KeysTotal.Store(int64(total))
-	if opt.OnCut != nil {
-		opt.OnCut()
-	}
-	st.UnlockMany(&all)
+	sers, keys, expires, mem := r.cut(st, opt, prog)
 
 	var wg sync.WaitGroup
 	for _, s := range sers {
@@ -268,6 +240,44 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 	return Stats{Keys: r.keys.Load(), Bytes: cw.n.Load(), Duration: time.Since(start), Paused: time.Duration(r.paused.Load())}, nil
 }
 
+// cut starts the snapshot of every shard at one instant (all shards
+// locked, OnCut called) and returns the serializers, the keys and keys
+// with an expiry of each database at the cut, and the memory in use.
+func (r *run) cut(st *shard.Store, opt Options, prog *Progress) (sers []*serializer, keys, expires []uint64, mem int64) {
+	shards := st.Shards()
+	sers = make([]*serializer, len(shards))
+	keys = make([]uint64, st.DBNum())
+	expires = make([]uint64, st.DBNum())
+	all := st.All()
+	st.LockMany(&all)
+	r.cutMs = time.Now().UnixMilli()
+	for i, sh := range shards {
+		s := newSerializer(r, sh, st.DBNum())
+		s.snap = sh.StartSnapshot(s)
+		s.keysAt, s.expiresAt = make([]uint64, st.DBNum()), make([]uint64, st.DBNum())
+		sers[i] = s
+		for db := range keys {
+			k, e := s.snap.Size(db)
+			s.keysAt[db], s.expiresAt[db] = uint64(k), uint64(e)
+			keys[db] += uint64(k)
+			expires[db] += uint64(e)
+			if d := sh.PeekDB(db); d != nil {
+				mem += d.MemoryUsed()
+			}
+		}
+	}
+	var total uint64
+	for _, k := range keys {
+		total += k
+	}
+	prog.KeysTotal.Store(int64(total))
+	if opt.OnCut != nil {
+		opt.OnCut()
+	}
+	st.UnlockMany(&all)
+	return sers, keys, expires, mem
+}
+
 type countingWriter struct {
 	w io.Writer
 	n *atomic.Int64
@@ -303,26 +313,33 @@ func (r *run) putBuf(b []byte) {
 // serializer encodes one shard's buckets. Its sink methods run under the
 // shard lock (from the traversal or from a writer's pre-change hook).
 type serializer struct {
-	r    *run
-	sh   *shard.Shard
-	snap *shard.Snapshot
-	buf  appendBuffer
-	rw   *rdb.Writer
-	db   int     // database of the records in buf
-	full []chunk // sealed chunks waiting to be sent
+	r     *run
+	queue chan chunk // to the output: the run's (RDB) or the shard's own (native)
+	sh    *shard.Shard
+	snap  *shard.Snapshot
+	buf   appendBuffer
+	rw    *rdb.Writer
+	db    int     // database of the records in buf
+	full  []chunk // sealed chunks waiting to be sent
 
 	// Traversal position, shared by the serializer goroutine and the hooks
 	// (always under the shard lock).
 	dbnum  int
 	tdb    int
 	cursor uint64
+	// keysAt and expiresAt are the shard's key counts per database at
+	// the cut.
+	keysAt, expiresAt []uint64
 	// writes counts pre-change hook runs (shard locked): the pacing's
 	// sign of writers when there is no Busy.
 	writes uint64
 }
 
 func newSerializer(r *run, sh *shard.Shard, dbnum int) *serializer {
-	s := &serializer{r: r, sh: sh, db: -1, dbnum: dbnum}
+	s := &serializer{r: r, queue: r.queue, sh: sh, db: -1, dbnum: dbnum}
+	if r.perShard {
+		s.queue = make(chan chunk, perShardQueueLen)
+	}
 	s.buf.b = r.getBuf()
 	s.rw = rdb.NewRecordWriter(&s.buf, r.version)
 	s.rw.SetLimits(r.limits)
@@ -406,7 +423,7 @@ func (s *serializer) seal() {
 // sendFull sends the sealed chunks.
 func (s *serializer) sendFull() {
 	for _, c := range s.full {
-		if !s.r.send(c) {
+		if !s.send(c) {
 			break
 		}
 	}
@@ -454,7 +471,7 @@ func (s *serializer) run() {
 		s.sh.Unlock()
 		held := time.Since(start)
 		for _, c := range out {
-			if !s.r.send(c) {
+			if !s.send(c) {
 				if !done { // aborted: stop the hooks all the same
 					s.sh.Lock()
 					s.snap.Finish()
