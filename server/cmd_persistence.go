@@ -61,6 +61,7 @@ type persistence struct {
 	stopWritesOnEr atomic.Bool // stop-writes-on-bgsave-error
 	shutting       atomic.Bool // a shutdown is disconnecting clients and saving
 	shutdownBy     atomic.Pointer[Client]
+	format         dbFormat // --dbformat and its compression
 }
 
 func (p *persistence) init(now time.Time) {
@@ -138,6 +139,9 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 	s.log.Info("saving the dataset", "reason", reason, "file", path)
 	var dirtyAtCut int64
 	stats, err := func() (snapshot.Stats, error) {
+		if s.persist.format.native {
+			return s.saveNative(ctx, path, prog, pace, func() { dirtyAtCut = s.dirty.Load() })
+		}
 		f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 		if err != nil {
 			return snapshot.Stats{}, err
@@ -333,7 +337,7 @@ func (s *Server) loadFrom(f *os.File, path string) error {
 	s.beginLoading(f)
 	defer s.persist.loading.Store(false)
 	s.log.Info("loading the dump", "file", path)
-	stats, err := snapshot.LoadWith(s.store, f, path, snapshot.LoadOptions{Read: &s.persist.loadRead})
+	stats, err := s.loadDumpFile(f, path)
 	if err != nil {
 		return err
 	}

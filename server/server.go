@@ -68,6 +68,14 @@ type Config struct {
 	// GoroutinePerConn serves every connection on its own goroutine instead
 	// of the epoll event loops (the only mode off Linux).
 	GoroutinePerConn bool
+	// DBFormat is how saves are written: "rdb" (default, Redis's format)
+	// or "native" (one compressed file per shard, see snapshot.SaveNative);
+	// loading detects either. DBCompression ("s2" default, "zstd",
+	// "none") and DBCompressionLevel (0 = the codec's default) apply to
+	// native saves.
+	DBFormat           string
+	DBCompression      string
+	DBCompressionLevel int
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -189,6 +197,7 @@ func New(cfg Config) *Server {
 	s.cfg.protectedMode.Store(cfg.ProtectedMode)
 	s.cfg.params = map[string]string{}
 	s.persist.init(s.started)
+	s.initDBFormat(cfg)
 	s.pubsub = newPubSubRegistry()
 	s.scripts = newScriptCache()
 	lim := defaultOutLimits

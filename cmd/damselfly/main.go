@@ -57,6 +57,9 @@ type cli struct {
 	Masterauth       string           `help:"Password to AUTH with on the primary." env:"DAMSELFLY_MASTERAUTH"`
 	ReplBacklog      memory           `name:"repl_backlog_size" help:"Replication backlog for partial resync (e.g. 1mb)." default:"1mb" env:"DAMSELFLY_REPL_BACKLOG_SIZE"`
 	GoroutinePerConn bool             `name:"goroutine-per-conn" help:"Serve each connection on its own goroutine instead of the epoll event loops (always so off Linux)." env:"DAMSELFLY_GOROUTINE_PER_CONN"`
+	Dbformat         string           `help:"Dump format of saves: rdb (Redis's, one file) or native (one compressed file per shard, written and loaded in parallel). Loading detects either." default:"rdb" enum:"rdb,native" env:"DAMSELFLY_DBFORMAT"`
+	Dbcompression    string           `help:"Compression of native dumps: s2, zstd or none." default:"s2" enum:"s2,zstd,none" env:"DAMSELFLY_DBCOMPRESSION"`
+	DbcompressionLvl int              `name:"dbcompression-level" help:"Level of --dbcompression (s2: 1-3, zstd: 1-4; 0 = default)." default:"0" env:"DAMSELFLY_DBCOMPRESSION_LEVEL"`
 	Loglevel         string           `help:"debug, verbose, notice or warning." default:"notice" enum:"debug,verbose,notice,warning" env:"DAMSELFLY_LOGLEVEL"`
 	Version          kong.VersionFlag `help:"Print the version and exit."`
 	Healthcheck      bool             `help:"Send PING to the server on 127.0.0.1:--port and exit 0 on PONG (for container health checks)."`
@@ -103,6 +106,7 @@ func main() {
 		MemcachedPort: c.MemcachedPort, MaxItemSize: int(c.MaxItemSize),
 		ReplicaOf: c.Replicaof, MasterAuth: c.Masterauth, ReplBacklogSize: int64(c.ReplBacklog),
 		GoroutinePerConn: c.GoroutinePerConn,
+		DBFormat:         c.Dbformat, DBCompression: c.Dbcompression, DBCompressionLevel: c.DbcompressionLvl,
 	}
 	srv := server.New(cfg)
 	// Listen at once (clients get -LOADING until the dump is loaded). A
