@@ -406,8 +406,18 @@ func LoadNative(st *shard.Store, path string, lo LoadOptions) (Stats, error) {
 	}
 	dir := filepath.Dir(path)
 	l := newLoader(st)
+	// Pre-size from the summary's counts, bounded by what the files on
+	// disk could hold (a key takes at least 3 bytes of RDB, compressed at
+	// most ~8x), so a bad summary cannot make us reserve without bound.
+	var onDisk uint64
+	for _, nf := range sum.Files {
+		if fi, err := os.Stat(filepath.Join(dir, nf.Name)); err == nil {
+			onDisk += uint64(fi.Size())
+		}
+	}
 	for db := range min(len(sum.DBKeys), len(sum.DBExpires), st.DBNum()) {
-		l.reserve(db, sum.DBKeys[db], sum.DBExpires[db])
+		k := min(sum.DBKeys[db], onDisk*8/3)
+		l.reserve(db, k, min(sum.DBExpires[db], k))
 	}
 	errs := make([]error, len(sum.Files))
 	var total int64
