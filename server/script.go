@@ -37,11 +37,16 @@ import (
 )
 
 func registerScripting(reg registrar) {
-	reg("eval", -3, "noscript|stale|skip_monitor|no_mandatory_keys|movablekeys", 0, 0, 0, "scripting", func(c *Client, a [][]byte) { c.evalGeneric(a, false, false) })
-	reg("evalsha", -3, "noscript|stale|skip_monitor|no_mandatory_keys|movablekeys", 0, 0, 0, "scripting", func(c *Client, a [][]byte) { c.evalGeneric(a, true, false) })
-	reg("eval_ro", -3, "noscript|stale|skip_monitor|no_mandatory_keys|movablekeys|readonly", 0, 0, 0, "scripting", func(c *Client, a [][]byte) { c.evalGeneric(a, false, true) })
-	reg("evalsha_ro", -3, "noscript|stale|skip_monitor|no_mandatory_keys|movablekeys|readonly", 0, 0, 0, "scripting", func(c *Client, a [][]byte) { c.evalGeneric(a, true, true) })
-	reg("script", -2, "noscript", 0, 0, 0, "scripting", cmdScript)
+	reg("eval", -3, "noscript|stale|skip_monitor|no_mandatory_keys|movablekeys|x-detach|x-all-shards", 0, 0, 0, "scripting", func(c *Client, a [][]byte) { c.evalGeneric(a, false, false) })
+	reg("evalsha", -3, "noscript|stale|skip_monitor|no_mandatory_keys|movablekeys|x-detach|x-all-shards", 0, 0, 0, "scripting", func(c *Client, a [][]byte) { c.evalGeneric(a, true, false) })
+	reg("eval_ro", -3, "noscript|stale|skip_monitor|no_mandatory_keys|movablekeys|readonly|x-detach|x-all-shards", 0, 0, 0, "scripting", func(c *Client, a [][]byte) { c.evalGeneric(a, false, true) })
+	reg("evalsha_ro", -3, "noscript|stale|skip_monitor|no_mandatory_keys|movablekeys|readonly|x-detach|x-all-shards", 0, 0, 0, "scripting", func(c *Client, a [][]byte) { c.evalGeneric(a, true, true) })
+	reg("script", -2, "noscript|x-no-data", 0, 0, 0, "scripting", cmdScript)
+	reg("script|load", 3, "noscript|stale", 0, 0, 0, "scripting", cmdScript)
+	reg("script|exists", -3, "noscript", 0, 0, 0, "scripting", cmdScript)
+	reg("script|flush", -2, "noscript", 0, 0, 0, "scripting", cmdScript)
+	reg("script|kill", 2, "noscript|allow_busy", 0, 0, 0, "scripting", cmdScript)
+	reg("script|help", 2, "loading|stale", 0, 0, 0, "scripting", cmdScript)
 }
 
 // scriptCache holds loaded scripts and the Lua VM.
@@ -250,7 +255,7 @@ func (c *Client) evalGeneric(args [][]byte, bySHA, readOnly bool) {
 	argv := args[3+nk:]
 	run := func() { c.runScript(sha, proto, keys, argv, readOnly) }
 	if c.sess.held != nil {
-		// Inside EXEC: every shard is already held (EVAL has movable keys).
+		// Inside EXEC: every shard is already held (x-all-shards).
 		prev := c.sess.inScript
 		c.sess.inScript = true
 		defer func() { c.sess.inScript = prev }()
@@ -575,13 +580,16 @@ func (c *Client) scriptCall(sr *scriptRun, args [][]byte) []byte {
 	if cmd == nil {
 		return []byte("-ERR Unknown Redis command called from script\r\n")
 	}
-	if (cmd.arity > 0 && len(args) != cmd.arity) || len(args) < -cmd.arity {
+	if cmd.subs != nil && len(args) > 1 {
+		if cmd = cmd.lookupSub(c, args); cmd == nil {
+			return []byte("-ERR Unknown Redis command called from script\r\n")
+		}
+	}
+	if !cmd.arityOK(args) {
 		return []byte("-ERR Wrong number of args calling Redis command from script\r\n")
 	}
-	for _, f := range cmd.flags {
-		if f == "noscript" {
-			return []byte("-ERR This Redis command is not allowed from script\r\n")
-		}
+	if cmd.noScript {
+		return []byte("-ERR This Redis command is not allowed from script\r\n")
 	}
 	if sr.readOnly && cmd.write {
 		return []byte("-ERR Write commands are not allowed from read-only scripts.\r\n")
