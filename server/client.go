@@ -310,6 +310,11 @@ func (c *Client) execute(args [][]byte) {
 		c.err(misconfErr)
 		return
 	}
+	if !c.aofLoading && c.srv.refusedWhileLoading(cmd) {
+		c.err(loadingErr)
+		c.txFlag()
+		return
+	}
 	if (cmd.write || cmd.name == "ping") && !c.fromPrimary && !c.aofLoading {
 		if e := c.srv.aofMisconf(); e != "" {
 			c.err(e)

@@ -54,10 +54,14 @@ type persistence struct {
 	dirtyAtSave    atomic.Int64 // s.dirty at the cut of the last successful save
 	saves          atomic.Int64
 	loading        atomic.Bool
+	loadStart      atomic.Int64 // unix time the running load started
+	loadTotal      atomic.Int64 // size of the file being loaded
+	loadRead       atomic.Int64 // bytes of it read so far
 	loadedKeys     atomic.Int64
 	stopWritesOnEr atomic.Bool // stop-writes-on-bgsave-error
 	shutting       atomic.Bool // a shutdown is disconnecting clients and saving
 	shutdownBy     atomic.Pointer[Client]
+	format         dbFormat // --dbformat and its compression
 }
 
 func (p *persistence) init(now time.Time) {
@@ -135,6 +139,9 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 	s.log.Info("saving the dataset", "reason", reason, "file", path)
 	var dirtyAtCut int64
 	stats, err := func() (snapshot.Stats, error) {
+		if s.persist.format.native {
+			return s.saveNative(ctx, path, prog, pace, func() { dirtyAtCut = s.dirty.Load() })
+		}
 		f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 		if err != nil {
 			return snapshot.Stats{}, err
@@ -144,6 +151,7 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 			Progress: prog,
 			Compress: s.cfg.rdbCompression.Load(),
 			Pace:     pace,
+			Busy:     s.snapshotBusy(),
 		})
 		if err == nil {
 			err = f.Sync()
@@ -204,7 +212,8 @@ func (s *Server) Save(reason string) error {
 }
 
 // backgroundPace limits a background save (and a full sync) to about a
-// third of a core while clients write; see snapshot.Options.Pace.
+// fifth of a core while clients wait for it, and nothing while none do;
+// see snapshot.Options.Pace.
 const backgroundPace = 4
 
 // startBgsave starts a background save.
@@ -277,7 +286,7 @@ func cmdBgsave(c *Client, args [][]byte) {
 // ask for (called by cron every 100 ms).
 func (s *Server) saveCron() {
 	p := &s.persist
-	if p.shutting.Load() {
+	if p.shutting.Load() || p.loading.Load() {
 		return
 	}
 	p.mu.Lock()
@@ -334,10 +343,10 @@ func (s *Server) LoadDump() error {
 }
 
 func (s *Server) loadFrom(f *os.File, path string) error {
-	s.persist.loading.Store(true)
+	s.beginLoading(f)
 	defer s.persist.loading.Store(false)
 	s.log.Info("loading the dump", "file", path)
-	stats, err := snapshot.Load(s.store, f, path)
+	stats, err := s.loadDumpFile(f, path)
 	if err != nil {
 		return err
 	}
@@ -421,6 +430,9 @@ func (s *Server) shutdown(by *Client, mode shutdownMode, force bool) error {
 	s.clientsMu.Unlock()
 	s.stopBgsave()
 	save := mode == shutdownSave || (mode == shutdownDefault && len(s.saveSchedule()) > 0)
+	if p.loading.Load() {
+		save = false // never a partial dataset over the dump being loaded (Redis too)
+	}
 	if save {
 		if err := s.Save("shutdown"); err != nil && !force {
 			s.log.Error("errors trying to shut down the server; still running", "err", err)
@@ -512,6 +524,7 @@ func (s *Server) infoPersistence(field func(string, any)) {
 	field("module_fork_in_progress", 0)
 	field("module_fork_last_cow_size", 0)
 	s.infoAOFOn(field)
+	s.infoLoading(field)
 }
 
 func b2i(b bool) int {

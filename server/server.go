@@ -81,6 +81,14 @@ type Config struct {
 	MaxClients int
 	// AOF configures the append-only file (aof.go).
 	AOF AOFConfig
+	// DBFormat is how saves are written: "rdb" (default, Redis's format)
+	// or "native" (one compressed file per shard, see snapshot.SaveNative);
+	// loading detects either. DBCompression ("s2" default, "zstd",
+	// "none") and DBCompressionLevel (0 = the codec's default) apply to
+	// native saves.
+	DBFormat           string
+	DBCompression      string
+	DBCompressionLevel int
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -212,6 +220,7 @@ func New(cfg Config) *Server {
 	s.cfg.protectedMode.Store(cfg.ProtectedMode)
 	s.cfg.params = map[string]string{}
 	s.persist.init(s.started)
+	s.initDBFormat(cfg)
 	s.pubsub = newPubSubRegistry()
 	s.scripts = newScriptCache()
 	lim := defaultOutLimits
@@ -267,25 +276,15 @@ func (s *Server) Start(cfg Config) error {
 		s.loops = s.startLoops()
 	}
 	if cfg.MemcachedPort != 0 {
-		port := cfg.MemcachedPort
-		if port < 0 {
-			port = 0
-		}
-		s.mc = memcache.New(s.store, memcache.Config{MaxItemSize: cfg.MaxItemSize, Logger: s.log,
-			Journal: s.commitMemcached, Loops: s.loops, Admit: s.admitWrite,
-			MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load,
-			Accept: s.admitMemcached})
-		mln, err := s.mc.Listen(net.JoinHostPort(cfg.Bind, strconv.Itoa(port)))
-		if err != nil {
+		if err := s.startMemcached(cfg); err != nil {
 			for _, l := range s.listeners {
 				l.Close()
 			}
 			for _, l := range s.loops {
 				l.Stop()
 			}
-			return fmt.Errorf("memcached port: %w", err)
+			return err
 		}
-		s.mcAddr = mln.Addr().String()
 	}
 	for _, l := range s.listeners {
 		s.wg.Add(1)
@@ -298,6 +297,22 @@ func (s *Server) Start(cfg Config) error {
 	}
 	s.wg.Add(1)
 	go s.cron()
+	return nil
+}
+
+// startMemcached serves the memcached protocol on cfg.MemcachedPort
+// (negative: a free port).
+func (s *Server) startMemcached(cfg Config) error {
+	port := max(cfg.MemcachedPort, 0)
+	s.mc = memcache.New(s.store, memcache.Config{MaxItemSize: cfg.MaxItemSize, Logger: s.log,
+		Journal: s.commitMemcached, Loops: s.loops, Admit: s.admitWrite,
+		MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load,
+		Accept: s.admitMemcached})
+	mln, err := s.mc.Listen(net.JoinHostPort(cfg.Bind, strconv.Itoa(port)))
+	if err != nil {
+		return fmt.Errorf("memcached port: %w", err)
+	}
+	s.mcAddr = mln.Addr().String()
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/damselflydb/damselfly/shard"
@@ -42,6 +43,7 @@ type loadItem struct {
 type batch struct {
 	items []loadItem
 	buf   []byte
+	name  string // the input's name, for errors
 }
 
 func (b *batch) full() bool { return len(b.items) >= loadBatch || len(b.buf) >= loadBatchBytes }
@@ -76,37 +78,87 @@ func (b *batch) entry(i int, tmp *rdb.Entry) *rdb.Entry {
 // index beyond st's) and duplicate keys are errors, so that a server never
 // starts with part of its dump and later saves over the rest.
 func Load(st *shard.Store, r io.Reader, name string) (Stats, error) {
+	return LoadWith(st, r, name, LoadOptions{})
+}
+
+// LoadOptions tune LoadWith.
+type LoadOptions struct {
+	// Read, when set, counts the bytes read from the input so far (INFO's
+	// loading_loaded_bytes while a server loads).
+	Read *atomic.Int64
+}
+
+// countingReader counts what it reads.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// LoadWith is Load with options.
+func LoadWith(st *shard.Store, r io.Reader, name string, lo LoadOptions) (Stats, error) {
 	start := time.Now()
-	nowMs := start.UnixMilli()
-	shards := st.Shards()
-	chans := make([]chan *batch, len(shards))
-	free := make([]chan *batch, len(shards))
-	pending := make([]*batch, len(shards))
-	var (
-		wg     sync.WaitGroup
-		errMu  sync.Mutex
-		werr   error
-		stop   = make(chan struct{})
-		failed sync.Once
-	)
-	fail := func(err error) {
-		errMu.Lock()
-		if werr == nil {
-			werr = err
+	l := newLoader(st)
+	p := l.producer()
+	maxKeys := uint64(unknownSizeKeys)
+	if f, ok := r.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			maxKeys = uint64(fi.Size()) / 3 // a key record takes at least 3 bytes
 		}
-		errMu.Unlock()
-		failed.Do(func() { close(stop) })
 	}
-	var keys int64
-	var keysMu sync.Mutex
+	opt := rdb.Options{Reuse: true, ResizeDB: func(db int, keys, expires uint64) {
+		l.reserve(db, min(keys, maxKeys), min(expires, keys, maxKeys))
+	}}
+	in := r
+	if lo.Read != nil {
+		in = &countingReader{r: r, n: lo.Read}
+	}
+	info, err := rdb.LoadWith(bufio.NewReaderSize(in, 1<<20), name, opt, func(e *rdb.Entry) error { return p.add(e, name) })
+	if err == nil {
+		p.flush()
+	}
+	keys, err := l.finish(err, name)
+	if err != nil {
+		return Stats{}, err
+	}
+	return Stats{Keys: keys, Bytes: info.Bytes, Duration: time.Since(start)}, nil
+}
+
+// loader inserts keys into st: one goroutine per shard builds the values
+// and inserts them under the shard lock, a batch at a time; any number of
+// producers (one per input stream) route decoded keys to them.
+type loader struct {
+	st     *shard.Store
+	shards []*shard.Shard
+	chans  []chan *batch
+	free   []chan *batch
+	nowMs  int64
+	wg     sync.WaitGroup
+	errMu  sync.Mutex
+	werr   error
+	stop   chan struct{}
+	failed sync.Once
+	keys   atomic.Int64
+}
+
+var errStopped = errors.New("stopped")
+
+func newLoader(st *shard.Store) *loader {
+	shards := st.Shards()
+	l := &loader{st: st, shards: shards, chans: make([]chan *batch, len(shards)), free: make([]chan *batch, len(shards)),
+		stop: make(chan struct{}), nowMs: time.Now().UnixMilli()}
 	for i, sh := range shards {
 		ch := make(chan *batch, 4)
-		chans[i] = ch
-		free[i] = make(chan *batch, 6)
-		pending[i] = &batch{}
-		wg.Add(1)
+		l.chans[i] = ch
+		l.free[i] = make(chan *batch, 6)
+		l.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer l.wg.Done()
 			var n int64
 			var tmp rdb.Entry
 			for b := range ch {
@@ -117,7 +169,7 @@ func Load(st *shard.Store, r io.Reader, name string) (Stats, error) {
 				}
 				for j := range b.items {
 					if err := insert(sh, b.items[j].h, b.entry(j, &tmp)); err != nil {
-						fail(fmt.Errorf("%s: %w", name, err))
+						l.fail(fmt.Errorf("%s: %w", b.name, err))
 						break
 					}
 					n++
@@ -127,106 +179,137 @@ func Load(st *shard.Store, r io.Reader, name string) (Stats, error) {
 				b.items, b.buf = b.items[:0], b.buf[:0]
 				if cap(b.buf) <= 4*loadBatchBytes { // not one grown by a huge value
 					select {
-					case free[i] <- b:
+					case l.free[i] <- b:
 					default:
 					}
 				}
 			}
-			keysMu.Lock()
-			keys += n
-			keysMu.Unlock()
+			l.keys.Add(n)
 		}()
 	}
-	send := func(i int) bool {
-		select {
-		case chans[i] <- pending[i]:
-		case <-stop:
-			return false
-		}
-		select {
-		case pending[i] = <-free[i]:
-		default:
-			pending[i] = &batch{items: make([]loadItem, 0, loadBatch)}
-		}
-		return true
+	return l
+}
+
+func (l *loader) fail(err error) {
+	l.errMu.Lock()
+	if l.werr == nil {
+		l.werr = err
 	}
-	maxKeys := uint64(unknownSizeKeys)
-	if f, ok := r.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			maxKeys = uint64(fi.Size()) / 3 // a key record takes at least 3 bytes
-		}
+	l.errMu.Unlock()
+	l.failed.Do(func() { close(l.stop) })
+}
+
+// reserve pre-sizes every shard's database db for keys keys in all (a
+// hint; the shards share them evenly).
+func (l *loader) reserve(db int, keys, expires uint64) {
+	if db < 0 || db >= l.st.DBNum() || keys == 0 {
+		return // (the first key of a db out of range reports the error)
 	}
-	opt := rdb.Options{Reuse: true, ResizeDB: func(db int, keys, expires uint64) {
-		if db < 0 || db >= st.DBNum() || keys == 0 {
-			return // (the first key of a db out of range reports the error)
-		}
-		n := uint64(len(shards))
-		keys, expires = min(keys, maxKeys)/n, min(expires, keys, maxKeys)/n
-		for _, sh := range shards {
-			sh.Lock()
-			sh.DB(db).Reserve(int(keys), int(expires))
-			sh.Unlock()
-		}
-	}}
-	errStopped := errors.New("stopped")
-	info, err := rdb.LoadWith(bufio.NewReaderSize(r, 1<<20), name, opt, func(e *rdb.Entry) error {
-		if e.DB < 0 || e.DB >= st.DBNum() {
-			return fmt.Errorf("%s: key %q is in DB %d, but only %d databases are configured (--dbnum)", name, e.Key, e.DB, st.DBNum())
-		}
-		if e.Expired(nowMs) {
-			return nil
-		}
-		if e.HashFieldExpireAtMs != nil {
-			return fmt.Errorf("%s: key %q (DB %d) is a hash with per-field TTLs, which Damselfly does not support", name, e.Key, e.DB)
-		}
-		h := shard.Hash(e.Key)
-		i := st.Route(e.Key, h)
-		b := pending[i]
-		it := loadItem{h: h, db: e.DB, keyOff: len(b.buf), kLen: len(e.Key)}
-		b.buf = append(b.buf, e.Key...)
-		if e.Type == rdb.String {
-			it.vLen, it.expireAtMs, it.mcFlags = len(e.String), e.ExpireAtMs, e.MCFlags
-			b.buf = append(b.buf, e.String...)
-		} else {
-			c := *e // the reader reuses e; collections are fresh
-			it.coll = &c
-		}
-		b.items = append(b.items, it)
-		if b.full() && !send(i) {
-			return errStopped
-		}
-		return nil
-	})
-	if err == nil {
-		for i := range pending {
-			if len(pending[i].items) > 0 && !send(i) {
-				break
-			}
-		}
+	n := uint64(len(l.shards))
+	for _, sh := range l.shards {
+		sh.Lock()
+		sh.DB(db).Reserve(int(keys/n), int(expires/n))
+		sh.Unlock()
 	}
-	for _, ch := range chans {
+}
+
+// finish waits for the inserters and returns the keys loaded or the first
+// error (err, the producers' own, first unless it only reports a stop). On
+// error every database of the store is emptied.
+func (l *loader) finish(err error, name string) (int64, error) {
+	for _, ch := range l.chans {
 		close(ch)
 	}
-	wg.Wait()
+	l.wg.Wait()
 	if err == nil || errors.Is(err, errStopped) {
-		errMu.Lock()
-		if werr != nil {
-			err = werr
+		l.errMu.Lock()
+		if l.werr != nil {
+			err = l.werr
 		}
-		errMu.Unlock()
+		l.errMu.Unlock()
 	}
 	if err != nil {
-		all := st.All()
-		st.LockMany(&all)
-		for _, sh := range shards {
-			for db := 0; db < st.DBNum(); db++ {
+		all := l.st.All()
+		l.st.LockMany(&all)
+		for _, sh := range l.shards {
+			for db := 0; db < l.st.DBNum(); db++ {
 				sh.FlushDB(db, true)
 			}
 		}
-		st.UnlockMany(&all)
-		return Stats{}, err
+		l.st.UnlockMany(&all)
+		return 0, err
 	}
-	return Stats{Keys: keys, Bytes: info.Bytes, Duration: time.Since(start)}, nil
+	return l.keys.Load(), nil
+}
+
+// producer batches one input's keys per shard.
+type producer struct {
+	l       *loader
+	pending []*batch
+}
+
+func (l *loader) producer() *producer {
+	p := &producer{l: l, pending: make([]*batch, len(l.shards))}
+	for i := range p.pending {
+		p.pending[i] = &batch{}
+	}
+	return p
+}
+
+func (p *producer) send(i int) bool {
+	l := p.l
+	select {
+	case l.chans[i] <- p.pending[i]:
+	case <-l.stop:
+		return false
+	}
+	select {
+	case p.pending[i] = <-l.free[i]:
+	default:
+		p.pending[i] = &batch{items: make([]loadItem, 0, loadBatch)}
+	}
+	return true
+}
+
+// add routes one decoded key (copied) to its shard.
+func (p *producer) add(e *rdb.Entry, name string) error {
+	st := p.l.st
+	if e.DB < 0 || e.DB >= st.DBNum() {
+		return fmt.Errorf("%s: key %q is in DB %d, but only %d databases are configured (--dbnum)", name, e.Key, e.DB, st.DBNum())
+	}
+	if e.Expired(p.l.nowMs) {
+		return nil
+	}
+	if e.HashFieldExpireAtMs != nil {
+		return fmt.Errorf("%s: key %q (DB %d) is a hash with per-field TTLs, which Damselfly does not support", name, e.Key, e.DB)
+	}
+	h := shard.Hash(e.Key)
+	i := st.Route(e.Key, h)
+	b := p.pending[i]
+	b.name = name
+	it := loadItem{h: h, db: e.DB, keyOff: len(b.buf), kLen: len(e.Key)}
+	b.buf = append(b.buf, e.Key...)
+	if e.Type == rdb.String {
+		it.vLen, it.expireAtMs, it.mcFlags = len(e.String), e.ExpireAtMs, e.MCFlags
+		b.buf = append(b.buf, e.String...)
+	} else {
+		c := *e // the reader reuses e; collections are fresh
+		it.coll = &c
+	}
+	b.items = append(b.items, it)
+	if b.full() && !p.send(i) {
+		return errStopped
+	}
+	return nil
+}
+
+// flush hands over the partial batches.
+func (p *producer) flush() {
+	for i := range p.pending {
+		if len(p.pending[i].items) > 0 && !p.send(i) {
+			return
+		}
+	}
 }
 
 // insert stores one loaded key whose hash is h (shard locked).

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -56,6 +57,9 @@ type cli struct {
 	Masterauth       string           `help:"Password to AUTH with on the primary." env:"DAMSELFLY_MASTERAUTH"`
 	ReplBacklog      memory           `name:"repl-backlog-size" aliases:"repl_backlog_size" help:"Replication backlog for partial resync (e.g. 1mb)." default:"1mb" env:"DAMSELFLY_REPL_BACKLOG_SIZE"`
 	GoroutinePerConn bool             `name:"goroutine-per-conn" help:"Serve each connection on its own goroutine instead of the epoll event loops (always so off Linux)." env:"DAMSELFLY_GOROUTINE_PER_CONN"`
+	Dbformat         string           `help:"Dump format of saves: rdb (Redis's, one file) or native (one compressed file per shard, written and loaded in parallel). Loading detects either." default:"rdb" enum:"rdb,native" env:"DAMSELFLY_DBFORMAT"`
+	Dbcompression    string           `help:"Compression of native dumps: s2, zstd or none." default:"s2" enum:"s2,zstd,none" env:"DAMSELFLY_DBCOMPRESSION"`
+	DbcompressionLvl int              `name:"dbcompression-level" help:"Level of --dbcompression (s2: 1-3, zstd: 1-4; 0 = default)." default:"0" env:"DAMSELFLY_DBCOMPRESSION_LEVEL"`
 	Loglevel         string           `help:"debug, verbose, notice or warning." default:"notice" enum:"debug,verbose,notice,warning" env:"DAMSELFLY_LOGLEVEL"`
 	Version          kong.VersionFlag `help:"Print the version and exit."`
 	Maxclients       int              `help:"Most connections open at once, over all ports; more get -ERR max number of clients reached." default:"10000" env:"DAMSELFLY_MAXCLIENTS"`
@@ -107,18 +111,20 @@ func main() {
 		ReplicaOf: c.Replicaof, MasterAuth: c.Masterauth, ReplBacklogSize: int64(c.ReplBacklog),
 		GoroutinePerConn: c.GoroutinePerConn,
 		MaxClients:       c.Maxclients, EnableDebugCommand: c.EnableDebug, EnableProtectedConfigs: c.EnableProtected,
-		AOF: c.AOF.config(),
+		AOF:      c.AOF.config(),
+		DBFormat: c.Dbformat, DBCompression: c.Dbcompression, DBCompressionLevel: c.DbcompressionLvl,
 	}
 	srv := server.New(cfg)
-	// A dump that exists but cannot be read stops us here: starting empty
+	// Listen at once (clients get -LOADING until the dump is loaded). A
+	// dump that exists but cannot be read stops us here: starting empty
 	// would later save an empty dataset over it.
-	if err := srv.LoadDump(); err != nil {
-		log.Error("cannot load the dump; refusing to start (fix or move the file)", "err", err)
-		fmt.Fprintln(os.Stderr, "damselfly: cannot load the dump:", err)
-		os.Exit(1)
-	}
-	if err := srv.Start(cfg); err != nil {
-		log.Error("cannot start", "err", err)
+	if err := srv.StartAndLoad(cfg); err != nil {
+		if errors.Is(err, server.ErrLoad) {
+			log.Error("cannot load the dump; refusing to start (fix or move the file)", "err", err)
+			fmt.Fprintln(os.Stderr, "damselfly:", err)
+		} else {
+			log.Error("cannot start", "err", err)
+		}
 		os.Exit(1)
 	}
 	log.Info("damselfly ready", "version", server.Version, "addr", srv.Addr(), "shards", c.Shards, "pid", os.Getpid())

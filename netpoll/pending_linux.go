@@ -1,0 +1,30 @@
+//go:build linux
+
+package netpoll
+
+import (
+	"syscall"
+	"unsafe"
+)
+
+// Pending reports whether any connection of the loop has input (or output
+// room it waits for) ready to be handled right now. It may be called from
+// any goroutine: it asks the loop's epoll instance without waiting and
+// takes nothing from it (every registration is level-triggered, so the
+// loop still sees the same events). Background work such as a snapshot's
+// serializer uses it to yield the CPU only while clients wait for it.
+//
+// The check holds the loop's mutex, so the epoll descriptor cannot be
+// closed (and its number reused) meanwhile: Run marks the loop stopped
+// under the same mutex before it closes anything.
+func (l *Loop) Pending() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return false
+	}
+	var ev [1]syscall.EpollEvent
+	r, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_WAIT, uintptr(l.epfd),
+		uintptr(unsafe.Pointer(&ev[0])), 1, 0, 0, 0)
+	return errno == 0 && r > 0
+}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package netpoll
+
+// Pending reports whether clients of the loop wait; there are no loops
+// off Linux (New fails), so never.
+func (l *Loop) Pending() bool { return false }

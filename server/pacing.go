@@ -1,0 +1,21 @@
+package server
+
+// snapshotBusy is what paced snapshots (BGSAVE, full syncs) ask to decide
+// whether to yield the CPU: whether any event loop has a connection with
+// input ready (see snapshot.Options.Busy). Serving every connection from
+// its own goroutine, there is no such view: nil, and the snapshot falls
+// back to pausing after batches during which writes arrived.
+func (s *Server) snapshotBusy() func() bool {
+	if len(s.loops) == 0 {
+		return nil
+	}
+	loops := s.loops
+	return func() bool {
+		for _, l := range loops {
+			if l.Pending() {
+				return true
+			}
+		}
+		return false
+	}
+}
