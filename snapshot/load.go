@@ -226,7 +226,7 @@ func Load(st *shard.Store, r io.Reader, name string) (Stats, error) {
 		st.UnlockMany(&all)
 		return Stats{}, err
 	}
-	return Stats{Keys: keys, Bytes: info.Bytes, Duration: time.Since(start)}, nil
+	return Stats{Keys: keys, Bytes: info.Bytes, Duration: time.Since(start), Functions: info.Functions}, nil
 }
 
 // insert stores one loaded key whose hash is h (shard locked).

@@ -67,6 +67,10 @@ type Options struct {
 	// returns, so OnCut may fill in values of its elements.
 	OnCut func()
 	Aux   []rdb.Aux // optional extra aux fields
+	// Functions, when set, is called at the cut (every shard locked) for
+	// the FUNCTION libraries' codes, written after the aux fields as Redis
+	// does (RDB_OPCODE_FUNCTION2).
+	Functions func() []string
 	// Progress, when set, is updated while Write runs (INFO persistence).
 	Progress *Progress
 	// Compress LZF-compresses strings longer than 20 bytes, as Redis does
@@ -93,6 +97,8 @@ type Progress struct {
 type Stats struct {
 	Keys, Bytes int64
 	Duration    time.Duration
+	// Functions are the FUNCTION libraries a Load read (their codes).
+	Functions []string
 }
 
 const (
@@ -202,6 +208,10 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 	if opt.OnCut != nil {
 		opt.OnCut()
 	}
+	var functions []string
+	if opt.Functions != nil {
+		functions = opt.Functions()
+	}
 	st.UnlockMany(&all)
 
 	var wg sync.WaitGroup
@@ -220,6 +230,11 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 	aux := append(rdb.DefaultAux(mem), opt.Aux...)
 	if err := out.Header(aux); err != nil {
 		r.fail(err)
+	}
+	for _, code := range functions {
+		if err := out.Function([]byte(code)); err != nil {
+			r.fail(err)
+		}
 	}
 	cur := -1
 	for {
