@@ -107,6 +107,8 @@ type Client struct {
 	// noBlock makes blocking commands answer at once as if timed out (set
 	// while running EXEC or a script, as Redis does).
 	noBlock bool
+	// gate is the event loop's busy-script gate (script.go), nil off loops.
+	gate *loopGate
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -266,6 +268,9 @@ func (c *Client) execute(args [][]byte) {
 	}
 	if !c.authed && !cmd.noAuth {
 		c.err("NOAUTH Authentication required.")
+		return
+	}
+	if c.srv.scripts.busy.Load() != nil && !c.waitBusy(cmd, args) { // script.go
 		return
 	}
 	if c.srv.shutdownRefused(c) {
