@@ -417,6 +417,15 @@ func (e *Engine) LoadLibraries(payloads []string, policy int) error {
 	defer e.runMu.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	// Load into a registry of their own, then merge, as Redis does.
+	newLibs, newFuncs := map[string]*Library{}, map[string]*Function{}
+	for _, p := range payloads {
+		lib, err := e.loadLocked(p, false, newLibs, newFuncs)
+		if err != nil {
+			return err
+		}
+		e.install(lib, newLibs, newFuncs)
+	}
 	libs, funcs := map[string]*Library{}, map[string]*Function{}
 	if policy != PolicyFlush {
 		for k, v := range e.libs {
@@ -426,19 +435,29 @@ func (e *Engine) LoadLibraries(payloads []string, policy int) error {
 			funcs[k] = v
 		}
 	}
-	for _, p := range payloads {
-		lib, err := e.loadLocked(p, policy == PolicyReplace, libs, funcs)
-		if err != nil {
-			return err
+	names := make([]string, 0, len(newLibs))
+	for name := range newLibs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if old := libs[name]; old != nil {
+			if policy != PolicyReplace {
+				return errors.New("ERR Library " + name + " already exists")
+			}
+			for _, f := range old.Functions {
+				delete(funcs, f.Name)
+			}
+			delete(libs, name)
 		}
-		if policy == PolicyReplace {
-			e.install(lib, libs, funcs)
-			continue
+	}
+	for _, name := range names {
+		for _, f := range newLibs[name].Functions {
+			if funcs[f.Name] != nil {
+				return errors.New("ERR Function " + f.Name + " already exists")
+			}
 		}
-		if libs[lib.Name] != nil {
-			return errors.New("ERR Library " + lib.Name + " already exists")
-		}
-		e.install(lib, libs, funcs)
+		e.install(newLibs[name], libs, funcs)
 	}
 	e.libs, e.funcs = libs, funcs
 	return nil

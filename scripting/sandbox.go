@@ -82,6 +82,21 @@ func newState(e *Engine, chunk string) *state {
 			return n
 		}))
 	}
+	// The table library's writers refuse the read-only tables too.
+	if tlib, ok := G.RawGetString("table").(*lua.LTable); ok {
+		for _, name := range []string{"insert", "remove", "sort", "setn"} {
+			orig, ok := tlib.RawGetString(name).(*lua.LFunction)
+			if !ok {
+				continue
+			}
+			tlib.RawSetString(name, L.NewFunction(func(L *lua.LState) int {
+				if t, ok := L.Get(1).(*lua.LTable); ok && st.real[t] != nil {
+					L.Error(lua.LString(readonlyMsg), 0)
+				}
+				return st.callThrough(orig)
+			}))
+		}
+	}
 	// Iteration sees through the proxies.
 	unproxy := func(L *lua.LState, i int) {
 		if t, ok := L.Get(i).(*lua.LTable); ok {
