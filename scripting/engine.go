@@ -69,7 +69,7 @@ func (r *Running) Wrote() bool { return r.wrote.Load() }
 // states. Its methods are safe for concurrent use; runs are serialized.
 type Engine struct {
 	mu      sync.Mutex
-	scripts map[string]*lua.FunctionProto // by lower-case SHA1 hex
+	scripts map[string]*evalScript // by lower-case SHA1 hex
 	libs    map[string]*Library
 	funcs   map[string]*Function
 
@@ -81,7 +81,7 @@ type Engine struct {
 
 // New returns an empty engine.
 func New() *Engine {
-	return &Engine{scripts: map[string]*lua.FunctionProto{}, libs: map[string]*Library{}, funcs: map[string]*Function{}}
+	return &Engine{scripts: map[string]*evalScript{}, libs: map[string]*Library{}, funcs: map[string]*Function{}}
 }
 
 // SHA1Hex is the lower-case hex SHA1 of b (script names).
@@ -90,23 +90,90 @@ func SHA1Hex(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
+// evalScript is a cached EVAL script.
+type evalScript struct {
+	proto *lua.FunctionProto
+	flags int
+	// compat: no "#!lua" line, so Redis 6's rules (no flags) apply.
+	compat bool
+}
+
 // Compile compiles and caches an EVAL script body; it returns its SHA1.
+// A first line "#!lua [flags=f1,f2]" sets the script's flags (Redis 7); it
+// is not compiled, but its line still counts.
 func (e *Engine) Compile(body []byte) (string, error) {
 	sha := SHA1Hex(body)
 	e.mu.Lock()
-	p := e.scripts[sha]
+	s := e.scripts[sha]
 	e.mu.Unlock()
-	if p != nil {
+	if s != nil {
 		return sha, nil
 	}
-	p, err := compile(body, "user_script")
+	s = &evalScript{compat: true}
+	code := body
+	if strings.HasPrefix(string(body), "#!") {
+		flags, n, err := parseShebang(string(body))
+		if err != nil {
+			return sha, err
+		}
+		s.flags, s.compat, code = flags, false, body[n:]
+	}
+	p, err := compile(code, "user_script")
 	if err != nil {
 		return sha, errors.New("ERR Error compiling script (new function): " + err.Error())
 	}
+	s.proto = p
 	e.mu.Lock()
-	e.scripts[sha] = p
+	e.scripts[sha] = s
 	e.mu.Unlock()
 	return sha, nil
+}
+
+// parseShebang reads an EVAL script's "#!lua flags=..." line; n is its
+// length (without the newline).
+func parseShebang(body string) (flags, n int, err error) {
+	n = strings.IndexByte(body, '\n')
+	if n < 0 {
+		return 0, 0, errors.New("ERR Invalid script shebang")
+	}
+	parts := strings.Fields(body[:n])
+	if len(parts) == 0 {
+		return 0, 0, errors.New("ERR Invalid engine in script shebang")
+	}
+	if parts[0] != "#!lua" {
+		return 0, 0, errors.New("ERR Unexpected engine in script shebang: " + parts[0])
+	}
+	for _, p := range parts[1:] {
+		v, ok := strings.CutPrefix(p, "flags=")
+		if !ok {
+			return 0, 0, errors.New("ERR Unknown lua shebang option: " + p)
+		}
+		for _, f := range strings.Split(v, ",") {
+			found := false
+			for _, fl := range flagNames {
+				if f == fl.name {
+					flags |= fl.bit
+					found = true
+				}
+			}
+			if !found {
+				return 0, 0, errors.New("ERR Unexpected flag in script shebang: " + f)
+			}
+		}
+	}
+	return flags, n, nil
+}
+
+// ScriptFlags returns a cached script's flags, and whether it has no
+// shebang line (compat); ok is false when it is not cached.
+func (e *Engine) ScriptFlags(sha string) (flags int, compat, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.scripts[strings.ToLower(sha)]
+	if s == nil {
+		return 0, false, false
+	}
+	return s.flags, s.compat, true
 }
 
 func compile(body []byte, name string) (*lua.FunctionProto, error) {
@@ -150,7 +217,7 @@ func (e *Engine) Exists(sha string) bool {
 // FlushScripts empties the script cache (SCRIPT FLUSH).
 func (e *Engine) FlushScripts() {
 	e.mu.Lock()
-	e.scripts = map[string]*lua.FunctionProto{}
+	e.scripts = map[string]*evalScript{}
 	e.mu.Unlock()
 }
 
@@ -163,9 +230,9 @@ var ErrNoScript = errors.New("NOSCRIPT No matching script. Please use EVAL.")
 func (e *Engine) RunScript(sha string, command [][]byte, fromPrimary bool, req Request) error {
 	sha = strings.ToLower(sha)
 	e.mu.Lock()
-	p := e.scripts[sha]
+	s := e.scripts[sha]
 	e.mu.Unlock()
-	if p == nil {
+	if s == nil {
 		return ErrNoScript
 	}
 	e.runMu.Lock()
@@ -174,7 +241,7 @@ func (e *Engine) RunScript(sha string, command [][]byte, fromPrimary bool, req R
 		e.eval = newState(e, "user_script")
 	}
 	st := e.eval
-	fn := st.L.NewFunctionFromProto(p)
+	fn := st.L.NewFunctionFromProto(s.proto)
 	fn.Env = st.env
 	st.G.RawSetString("KEYS", stringsTable(st.L, req.Keys))
 	st.G.RawSetString("ARGV", stringsTable(st.L, req.Args))

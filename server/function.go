@@ -32,16 +32,12 @@ func (c *Client) fcall(args [][]byte, ro bool) {
 	if !ok {
 		return
 	}
+	if !c.prepareScript(f.Flags, ro) {
+		return
+	}
 	noWrites := f.Flags&scripting.FlagNoWrites != 0
-	if ro && !noWrites {
-		c.err("ERR Can not execute a script with write flag using *_ro command.")
-		return
-	}
-	if !noWrites && !c.fromPrimary && c.srv.repl.IsReplica() {
-		c.err("READONLY You can't write against a read only replica.")
-		return
-	}
-	req := scripting.Request{Caller: &scriptCaller{c: c, ro: ro || noWrites}, Out: (*scriptReplier)(c),
+	caller := &scriptCaller{c: c, ro: ro || noWrites, allowOOM: f.Flags&scripting.FlagAllowOOM != 0}
+	req := scripting.Request{Caller: caller, Out: (*scriptReplier)(c),
 		Keys: args[3 : 3+nk], Args: args[3+nk:], ReadOnly: ro || noWrites}
 	c.runLocked(false, func() { sc.CallFunction(f, args, c.fromPrimary, req) })
 }

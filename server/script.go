@@ -303,13 +303,40 @@ func (c *Client) evalGeneric(args [][]byte, bySHA, readOnly bool) {
 			return
 		}
 	}
-	req := scripting.Request{Caller: &scriptCaller{c: c, ro: readOnly}, Out: (*scriptReplier)(c),
-		Keys: args[3 : 3+nk], Args: args[3+nk:], ReadOnly: readOnly}
+	flags, compat, _ := sc.ScriptFlags(sha)
+	if !compat && !c.prepareScript(flags, readOnly) {
+		return
+	}
+	ro := readOnly || !compat && flags&scripting.FlagNoWrites != 0
+	caller := &scriptCaller{c: c, ro: ro, allowOOM: !compat && flags&scripting.FlagAllowOOM != 0}
+	req := scripting.Request{Caller: caller, Out: (*scriptReplier)(c), Keys: args[3 : 3+nk], Args: args[3+nk:], ReadOnly: ro}
 	c.runLocked(true, func() {
 		if err := sc.RunScript(sha, args, c.fromPrimary, req); err != nil {
 			c.err(err.Error())
 		}
 	})
+}
+
+// prepareScript applies a flagged script's (a function's, or an EVAL
+// script's with a "#!lua" line) checks before it runs, as Redis's
+// scriptPrepareForRun; false means it answered an error.
+func (c *Client) prepareScript(flags int, ro bool) bool {
+	if flags&scripting.FlagNoWrites == 0 {
+		if c.srv.repl.IsReplica() && !c.fromPrimary {
+			c.err("READONLY Can not run script with write flag on readonly replica")
+			return false
+		}
+		if ro {
+			c.err("ERR Can not execute a script with write flag using *_ro command.")
+			return false
+		}
+	}
+	if max := c.srv.cfg.maxMemory.Load(); max > 0 && flags&(scripting.FlagAllowOOM|scripting.FlagNoWrites) == 0 &&
+		!c.fromPrimary && c.srv.usedMem.Load() > max {
+		c.err("OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'")
+		return false
+	}
+	return true
 }
 
 const notIntegerText = "ERR value is not an integer or out of range"
@@ -353,8 +380,9 @@ func (r *scriptReplier) Error(s string) {
 
 // scriptCaller runs redis.call's commands for a script of client c.
 type scriptCaller struct {
-	c  *Client
-	ro bool
+	c        *Client
+	ro       bool
+	allowOOM bool // the allow-oom flag: denyoom commands run past maxmemory
 }
 
 // redisNoScript are the commands and subcommands Redis 7.0 flags
@@ -406,6 +434,9 @@ func (sc *scriptCaller) Call(args [][]byte) ([]byte, bool) {
 		if !c.fromPrimary && c.srv.repl.IsReplica() {
 			return []byte("-READONLY You can't write against a read only replica.\r\n"), false
 		}
+	}
+	if cmd.denyOOM && !sc.allowOOM && !c.fromPrimary && c.srv.cfg.maxMemory.Load() > 0 && !c.admitCommand(cmd, args) {
+		return []byte("-OOM command not allowed when used memory > 'maxmemory'.\r\n"), false
 	}
 	savedOut, savedProto, savedProp := c.out, c.proto, c.propagate
 	c.out, c.proto = nil, 2
