@@ -58,7 +58,7 @@ func cmdFunction(c *Client, args [][]byte) {
 			}
 			replace = true
 		}
-		c.functionWrite(func() error {
+		c.functionWrite(true, func() error {
 			name, err := sc.LoadLibrary(args[len(args)-1], replace)
 			if err == nil {
 				c.bulkString(name)
@@ -70,7 +70,7 @@ func cmdFunction(c *Client, args [][]byte) {
 			c.err("ERR wrong number of arguments for 'function|delete' command")
 			return
 		}
-		c.functionWrite(func() error {
+		c.functionWrite(false, func() error {
 			err := sc.DeleteLibrary(string(args[2]))
 			if err == nil {
 				c.ok()
@@ -86,7 +86,7 @@ func cmdFunction(c *Client, args [][]byte) {
 			c.err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
 			return
 		}
-		c.functionWrite(func() error {
+		c.functionWrite(false, func() error {
 			sc.FlushFunctions()
 			c.ok()
 			return nil
@@ -114,7 +114,7 @@ func cmdFunction(c *Client, args [][]byte) {
 			c.err("ERR " + err.Error())
 			return
 		}
-		c.functionWrite(func() error {
+		c.functionWrite(true, func() error {
 			err := sc.LoadLibraries(codes, policy)
 			if err == nil {
 				c.ok()
@@ -227,8 +227,18 @@ func cmdFunction(c *Client, args [][]byte) {
 }
 
 // functionWrite runs a change of the libraries with every shard locked,
-// and journals the command when it succeeded.
-func (c *Client) functionWrite(fn func() error) {
+// and journals the command when it succeeded. The subcommands are writes
+// (LOAD and RESTORE also denyoom) though the command table knows FUNCTION
+// as a whole.
+func (c *Client) functionWrite(denyOOM bool, fn func() error) {
+	if !c.fromPrimary && c.srv.repl.IsReplica() {
+		c.err("READONLY You can't write against a read only replica.")
+		return
+	}
+	if max := c.srv.cfg.maxMemory.Load(); denyOOM && max > 0 && !c.fromPrimary && c.srv.usedMem.Load() > max {
+		c.err("OOM command not allowed when used memory > 'maxmemory'.")
+		return
+	}
 	set := c.lockAll()
 	defer c.unlock(set)
 	if err := fn(); err != nil {

@@ -131,3 +131,24 @@ func TestFunctionInteropWithRedis(t *testing.T) {
 	}
 	fcallBump(t, c, 44)
 }
+
+// Past maxmemory, scripts may not write unless flagged allow-oom (Redis 7).
+func TestScriptOOM(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.MaxMemory = 1 })
+	r := dialRaw(t, s)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"EVAL", "return redis.call('set','k','v')", "0"}, "-OOM command not allowed when used memory > 'maxmemory'. script: "},
+		{[]string{"EVAL", "#!lua\nreturn redis.call('set','k','v')", "0"}, "-OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"},
+		{[]string{"EVAL", "#!lua flags=allow-oom\nreturn redis.call('set','k','v')", "0"}, "+OK"},
+		{[]string{"EVAL", "#!lua flags=no-writes\nreturn redis.call('get','k')", "0"}, "$1"},
+		{[]string{"FUNCTION", "LOAD", "#!lua name=o\nredis.register_function('w', function() return redis.call('set','k','w') end)"}, "-OOM command not allowed when used memory > 'maxmemory'."},
+	} {
+		r.do(c.args...)
+		if got := r.reply(); !strings.HasPrefix(got[0], c.want) {
+			t.Errorf("%q: got %q, want %q", c.args, got, c.want)
+		}
+	}
+}
