@@ -55,7 +55,7 @@ func TestFunctionReplication(t *testing.T) {
 		if v, err := c.FCallRO(ctx, "peek", []string{"n"}).Text(); err != nil || v != "2" {
 			t.Fatalf("%s replica: FCALL_RO peek = %q, %v", name, v, err)
 		}
-		if err := c.FCall(ctx, "incr2", []string{"n"}).Err(); err == nil || err.Error() != "READONLY Can not run script with write flag on readonly replica" {
+		if err := c.FCall(ctx, "incr2", []string{"n"}).Err(); err == nil || err.Error() != "READONLY You can't write against a read only replica." {
 			t.Fatalf("%s replica: FCALL of a writing function: %v", name, err)
 		}
 		if err := c.FunctionLoad(ctx, libB).Err(); err == nil || err.Error() != "READONLY You can't write against a read only replica." {

@@ -323,7 +323,7 @@ func (c *Client) evalGeneric(args [][]byte, bySHA, readOnly bool) {
 func (c *Client) prepareScript(flags int, ro bool) bool {
 	if flags&scripting.FlagNoWrites == 0 {
 		if c.srv.repl.IsReplica() && !c.fromPrimary {
-			c.err("READONLY Can not run script with write flag on readonly replica")
+			c.err("READONLY You can't write against a read only replica.") // processCommand's check comes first in Redis
 			return false
 		}
 		if ro {
