@@ -112,6 +112,20 @@ func (sc *scriptCache) end(b *busyScript) {
 	sc.gateMu.Unlock()
 }
 
+// beginTxScripts publishes an EXEC whose queue runs a script as busy
+// before it locks its shards (see begin); nil when it runs none.
+func (c *Client) beginTxScripts(queue []queuedCmd) *busyScript {
+	for _, q := range queue {
+		switch q.cmd.name {
+		case "eval", "evalsha", "eval_ro", "evalsha_ro":
+			return c.srv.scripts.begin(c, true)
+		case "fcall", "fcall_ro":
+			return c.srv.scripts.begin(c, false)
+		}
+	}
+	return nil
+}
+
 // allowedWhileBusy reports whether a command runs while a script is busy
 // (Redis's allow-busy commands, less those that would take a shard lock).
 func allowedWhileBusy(cmd *command, args [][]byte) bool {

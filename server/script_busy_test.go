@@ -181,3 +181,35 @@ func waitBusy(t *testing.T, s *Server) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// A script inside MULTI/EXEC is busy like any other.
+func TestBusyScriptInExec(t *testing.T) {
+	s := startServer(t)
+	a, b := dialRaw(t, s), dialRaw(t, s)
+	b.do("CONFIG", "SET", "busy-reply-threshold", "100")
+	b.reply()
+	a.do("MULTI")
+	a.reply()
+	a.do("SET", "k", "1")
+	a.reply()
+	a.do("EVAL", "while true do end", "0")
+	a.reply()
+	a.do("EXEC")
+	waitBusy(t, s)
+	b.do("GET", "k")
+	if got := b.reply(); got[0] != "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE." {
+		t.Fatal(got)
+	}
+	// The script itself wrote nothing, so it can be killed, as in Redis.
+	b.do("SCRIPT", "KILL")
+	if got := b.reply(); got[0] != "+OK" {
+		t.Fatal(got)
+	}
+	if got := a.reply(); len(got) != 3 || got[1] != "+OK" || !strings.HasPrefix(got[2], "-ERR Script killed by user with SCRIPT KILL...") {
+		t.Fatalf("EXEC: %q", got)
+	}
+	b.do("GET", "k")
+	if got := b.reply(); strings.Join(got, " ") != "$1 1" {
+		t.Fatal(got)
+	}
+}
