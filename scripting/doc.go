@@ -24,4 +24,7 @@
 //     next instruction through its context. Compile and runtime errors and
 //     Go panics become error replies; nothing here takes the server down.
 //   - The engine holds no goroutines and no package-level mutable state.
+//
+// See docs/architecture.md (Scripts) for how the server runs scripts
+// without blocking its event loops.
 package scripting

@@ -192,7 +192,7 @@ func (e *Engine) loadLocked(payload string, replace bool, libs map[string]*Libra
 		return nil, errors.New("ERR No functions registered")
 	}
 	for _, f := range pend.funcs {
-		if other := funcs[f.Name]; other != nil && other.Library != old {
+		if other := funcs[strings.ToLower(f.Name)]; other != nil && other.Library != old {
 			return nil, errors.New("ERR Function " + f.Name + " already exists")
 		}
 	}
@@ -207,12 +207,12 @@ func (e *Engine) loadLocked(payload string, replace bool, libs map[string]*Libra
 func (e *Engine) install(lib *Library, libs map[string]*Library, funcs map[string]*Function) {
 	if old := libs[lib.Name]; old != nil {
 		for _, f := range old.Functions {
-			delete(funcs, f.Name)
+			delete(funcs, strings.ToLower(f.Name))
 		}
 	}
 	libs[lib.Name] = lib
 	for _, f := range lib.Functions {
-		funcs[f.Name] = f
+		funcs[strings.ToLower(f.Name)] = f
 	}
 }
 
@@ -326,26 +326,34 @@ func (e *Engine) registerFunction(L *lua.LState, st *state) int {
 		L.Error(lua.LString("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"), 0)
 		return 0
 	}
-	if pend.names[fn.Name] {
+	if pend.names[strings.ToLower(fn.Name)] {
 		L.Error(lua.LString("Function already exists in the library"), 0)
 		return 0
 	}
-	pend.names[fn.Name] = true
+	pend.names[strings.ToLower(fn.Name)] = true
 	pend.funcs = append(pend.funcs, fn)
 	return 0
 }
 
-// Lookup returns the function called name, or nil.
+// Lookup returns the function called name (case-insensitive, as Redis's
+// function names), or nil.
 func (e *Engine) Lookup(name string) *Function {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.funcs[name]
+	return e.funcs[strings.ToLower(name)]
 }
 
 // CallFunction runs f (FCALL, FCALL_RO) and writes its result to req.Out.
 func (e *Engine) CallFunction(f *Function, command [][]byte, fromPrimary bool, req Request) {
 	e.runMu.Lock()
 	defer e.runMu.Unlock()
+	e.mu.Lock()
+	current := e.funcs[strings.ToLower(f.Name)] == f
+	e.mu.Unlock()
+	if !current || e.fn == nil { // deleted or flushed since Lookup
+		req.Out.Error("ERR Function not found")
+		return
+	}
 	st := e.fn
 	L := st.L
 	args := []lua.LValue{stringsTable(L, req.Keys), stringsTable(L, req.Args)}
@@ -361,7 +369,7 @@ func (e *Engine) DeleteLibrary(name string) error {
 		return errors.New("ERR Library not found")
 	}
 	for _, f := range lib.Functions {
-		delete(e.funcs, f.Name)
+		delete(e.funcs, strings.ToLower(f.Name))
 	}
 	delete(e.libs, name)
 	return nil
@@ -446,14 +454,14 @@ func (e *Engine) LoadLibraries(payloads []string, policy int) error {
 				return errors.New("ERR Library " + name + " already exists")
 			}
 			for _, f := range old.Functions {
-				delete(funcs, f.Name)
+				delete(funcs, strings.ToLower(f.Name))
 			}
 			delete(libs, name)
 		}
 	}
 	for _, name := range names {
 		for _, f := range newLibs[name].Functions {
-			if funcs[f.Name] != nil {
+			if funcs[strings.ToLower(f.Name)] != nil {
 				return errors.New("ERR Function " + f.Name + " already exists")
 			}
 		}

@@ -270,7 +270,7 @@ func (c *Client) functionList(args [][]byte) {
 	}
 	var libs []*scripting.Library
 	for _, l := range c.srv.scripts.Libraries() {
-		if pattern == nil || globMatch(pattern, []byte(l.Name), false) {
+		if pattern == nil || globMatch(pattern, []byte(l.Name), true) { // case-insensitive, as Redis
 			libs = append(libs, l)
 		}
 	}
