@@ -214,6 +214,13 @@ func (e *Engine) Exists(sha string) bool {
 	return e.scripts[strings.ToLower(sha)] != nil
 }
 
+// ScriptCount is the number of cached EVAL scripts.
+func (e *Engine) ScriptCount() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.scripts)
+}
+
 // FlushScripts empties the script cache (SCRIPT FLUSH).
 func (e *Engine) FlushScripts() {
 	e.mu.Lock()

@@ -152,3 +152,21 @@ func TestScriptOOM(t *testing.T) {
 		}
 	}
 }
+
+// INFO memory counts scripts, functions and libraries as Redis 7.0 does.
+func TestInfoScripting(t *testing.T) {
+	s := startServer(t)
+	c := newClient(t, s)
+	ctx := context.Background()
+	c.Eval(ctx, "return 1", nil)
+	c.Eval(ctx, "return 2", nil)
+	if err := c.FunctionLoad(ctx, testLib).Err(); err != nil {
+		t.Fatal(err)
+	}
+	info := c.Info(ctx, "memory").Val()
+	for _, want := range []string{"number_of_cached_scripts:2\r\n", "number_of_functions:2\r\n", "number_of_libraries:1\r\n"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("INFO memory lacks %q", want)
+		}
+	}
+}

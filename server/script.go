@@ -471,6 +471,14 @@ func (sc *scriptCaller) Call(args [][]byte) ([]byte, bool) {
 	return reply, wrote
 }
 
+// infoScripting adds INFO memory's script counts (Redis 7.0's names).
+func (s *Server) infoScripting(field func(string, any)) {
+	libs, funcs := s.scripts.Counts()
+	field("number_of_cached_scripts", s.scripts.ScriptCount())
+	field("number_of_functions", funcs)
+	field("number_of_libraries", libs)
+}
+
 // scriptingParams are the CONFIG parameters of scripting.
 func scriptingParams(m map[string]configParam) {
 	p := configParam{
