@@ -261,7 +261,16 @@ func (c *Client) execute(args [][]byte) {
 		c.txFlag()
 		return
 	}
-	if (cmd.arity > 0 && len(args) != cmd.arity) || len(args) < -cmd.arity {
+	if cmd.subs != nil && len(args) > 1 {
+		sub := cmd.lookupSub(c, args)
+		if sub == nil {
+			c.err("ERR unknown subcommand '" + sanitize(args[1], 128) + "'. Try " + strings.ToUpper(cmd.name) + " HELP.")
+			c.txFlag()
+			return
+		}
+		cmd = sub
+	}
+	if !cmd.arityOK(args) {
 		c.err("ERR wrong number of arguments for '" + cmd.name + "' command")
 		c.txFlag()
 		return
@@ -375,15 +384,16 @@ func (c *Client) closeConn() {
 // connection over, so that an event loop must not run it: blocking
 // commands, WAIT, entering Pub/Sub (output through a writer goroutine),
 // PSYNC/SYNC (handoff), scripts (SCRIPT KILL must reach a busy one), and
-// the slow admin commands DEBUG and SAVE. EXEC qualifies when it would run
-// one of them.
+// the slow admin commands DEBUG and SAVE (all x-detach or blocking in the
+// command table). EXEC qualifies when it would run one of them, or one that
+// waits for locks or other goroutines itself (x-own-locks).
 func (c *Client) mayBlock(cmd *command, args [][]byte) bool {
-	if cmd.mayBlock || cmd.blockIf != nil && cmd.blockIf(args) {
+	if cmd.mayBlock || cmd.blockOption && blockOptionGiven(args) {
 		return true
 	}
 	if cmd.name == "exec" && c.sess.tx != nil {
 		for _, q := range c.sess.tx.queue {
-			if q.cmd.mayBlock {
+			if q.cmd.mayBlock || q.cmd.ownLocks {
 				return true
 			}
 		}

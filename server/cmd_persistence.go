@@ -67,9 +67,9 @@ func (p *persistence) init(now time.Time) {
 }
 
 func registerPersistence(reg registrar) {
-	reg("save", 1, "admin|noscript|no_async_loading|no_multi", 0, 0, 0, "server", cmdSave)
+	reg("save", 1, "admin|noscript|no_async_loading|no_multi|x-detach", 0, 0, 0, "server", cmdSave)
 	reg("bgsave", -1, "admin|noscript|no_async_loading", 0, 0, 0, "server", cmdBgsave)
-	reg("lastsave", 1, "fast", 0, 0, 0, "server", func(c *Client, a [][]byte) { c.int(c.srv.persist.lastSave.Load()) })
+	reg("lastsave", 1, "fast|x-no-data", 0, 0, 0, "server", func(c *Client, a [][]byte) { c.int(c.srv.persist.lastSave.Load()) })
 }
 
 // lastSave is the unix time of the last successful save (start time until then).

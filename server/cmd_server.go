@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,13 +20,32 @@ func registerServer(reg registrar) {
 	reg("flushall", -1, "write", 0, 0, 0, "server", cmdFlushAll)
 	reg("swapdb", 3, "write|fast", 0, 0, 0, "server", cmdSwapDB)
 	reg("info", -1, "", 0, 0, 0, "server", cmdInfo)
-	reg("config", -2, "admin", 0, 0, 0, "server", cmdConfig)
-	reg("command", -1, "", 0, 0, 0, "server", cmdCommand)
-	reg("time", 1, "fast", 0, 0, 0, "server", cmdTime)
+	reg("config", -2, "admin|x-no-data", 0, 0, 0, "server", cmdConfig)
+	reg("config|get", -3, "admin|noscript|loading|stale", 0, 0, 0, "server", cmdConfig)
+	reg("config|set", -4, "admin|noscript|loading|stale", 0, 0, 0, "server", cmdConfig)
+	reg("config|resetstat", 2, "admin|noscript|loading|stale", 0, 0, 0, "server", cmdConfig)
+	reg("config|rewrite", 2, "admin|noscript|loading|stale", 0, 0, 0, "server", cmdConfig)
+	reg("config|help", 2, "loading|stale", 0, 0, 0, "server", cmdConfig)
+	reg("command", -1, "x-no-data", 0, 0, 0, "server", cmdCommand)
+	reg("command|count", 2, "loading|stale", 0, 0, 0, "server", cmdCommand)
+	reg("command|info", -2, "loading|stale", 0, 0, 0, "server", cmdCommand)
+	reg("command|docs", -2, "loading|stale", 0, 0, 0, "server", cmdCommand)
+	reg("command|list", -2, "loading|stale", 0, 0, 0, "server", cmdCommand)
+	reg("command|getkeys", -4, "loading|stale", 0, 0, 0, "server", cmdCommand)
+	reg("command|getkeysandflags", -4, "loading|stale", 0, 0, 0, "server", cmdCommand)
+	reg("command|help", 2, "loading|stale", 0, 0, 0, "server", cmdCommand)
+	reg("time", 1, "fast|x-no-data", 0, 0, 0, "server", cmdTime)
 	reg("shutdown", -1, "admin", 0, 0, 0, "server", cmdShutdown)
-	reg("debug", -2, "admin", 0, 0, 0, "server", cmdDebug)
+	reg("debug", -2, "admin|x-detach|x-own-locks", 0, 0, 0, "server", cmdDebug)
 	reg("memory", -2, "readonly", 0, 0, 0, "server", cmdMemory)
+	reg("memory|usage", -3, "readonly", 2, 2, 1, "server", cmdMemory)
+	reg("memory|help", 2, "loading|stale", 0, 0, 0, "server", cmdMemory)
 	reg("object", -2, "readonly", 2, 2, 1, "generic", cmdObject)
+	reg("object|encoding", 3, "readonly", 2, 2, 1, "generic", cmdObject)
+	reg("object|refcount", 3, "readonly", 2, 2, 1, "generic", cmdObject)
+	reg("object|idletime", 3, "readonly", 2, 2, 1, "generic", cmdObject)
+	reg("object|freq", 3, "readonly", 2, 2, 1, "generic", cmdObject)
+	reg("object|help", 2, "loading|stale", 0, 0, 0, "generic", cmdObject)
 }
 
 func randUint64() uint64 {
@@ -321,149 +339,6 @@ func debugPopulate(c *Client, args [][]byte) {
 	c.ok()
 }
 
-func cmdCommand(c *Client, args [][]byte) {
-	t := c.srv.cmds
-	if len(args) == 1 {
-		c.array(len(t))
-		for _, name := range sortedNames(t) {
-			c.commandInfo(t[name])
-		}
-		return
-	}
-	switch lower(args[1]) {
-	case "count":
-		c.int(int64(len(t)))
-	case "info":
-		names := args[2:]
-		if len(names) == 0 {
-			c.array(len(t))
-			for _, name := range sortedNames(t) {
-				c.commandInfo(t[name])
-			}
-			return
-		}
-		c.array(len(names))
-		for _, n := range names {
-			if cmd := t[lower(n)]; cmd != nil {
-				c.commandInfo(cmd)
-			} else {
-				c.nullArray()
-			}
-		}
-	case "docs":
-		names := args[2:]
-		var list []*command
-		if len(names) == 0 {
-			for _, name := range sortedNames(t) {
-				list = append(list, t[name])
-			}
-		} else {
-			for _, n := range names {
-				if cmd := t[lower(n)]; cmd != nil {
-					list = append(list, cmd)
-				}
-			}
-		}
-		c.mapHeader(len(list))
-		for _, cmd := range list {
-			c.bulkString(cmd.name)
-			c.mapHeader(3)
-			c.bulkString("summary")
-			c.bulkString(cmd.summaryText())
-			c.bulkString("since")
-			c.bulkString("1.0.0")
-			c.bulkString("group")
-			c.bulkString(cmd.group)
-		}
-	case "list":
-		names := sortedNames(t)
-		c.array(len(names))
-		for _, n := range names {
-			c.bulkString(n)
-		}
-	case "getkeys":
-		if len(args) < 3 {
-			c.err("ERR wrong number of arguments for 'command|getkeys' command")
-			return
-		}
-		cmd := t[lower(args[2])]
-		if cmd == nil {
-			c.err("ERR Invalid command specified")
-			return
-		}
-		keys := cmd.keys(args[2:])
-		if len(keys) == 0 {
-			c.err("ERR The command has no key arguments")
-			return
-		}
-		c.array(len(keys))
-		for _, k := range keys {
-			c.bulk(k)
-		}
-	case "help":
-		c.array(1)
-		c.simple("COMMAND [<subcommand> [<arg> ...]]. Subcommands are: COUNT, INFO, DOCS, LIST, GETKEYS, HELP.")
-	default:
-		c.err("ERR unknown subcommand '" + sanitize(args[1], 128) + "'. Try COMMAND HELP.")
-	}
-}
-
-func (cmd *command) summaryText() string {
-	if cmd.summary != "" {
-		return cmd.summary
-	}
-	return strings.ToUpper(cmd.name) + " (" + cmd.group + ")"
-}
-
-// keys returns the key arguments of a call to cmd.
-func (cmd *command) keys(args [][]byte) [][]byte { return cmd.appendKeys(nil, args) }
-
-// appendKeys appends the key arguments of a call to cmd to dst.
-func (cmd *command) appendKeys(dst, args [][]byte) [][]byte {
-	if cmd.firstKey <= 0 {
-		return dst
-	}
-	last := cmd.lastKey
-	if last < 0 {
-		last = len(args) + last
-	}
-	for i := cmd.firstKey; i <= last && i < len(args); i += cmd.step {
-		dst = append(dst, args[i])
-	}
-	return dst
-}
-
-func (c *Client) commandInfo(cmd *command) {
-	c.array(10)
-	c.bulkString(cmd.name)
-	c.int(int64(cmd.arity))
-	flags := cmd.flags
-	if len(flags) == 1 && flags[0] == "" {
-		flags = nil
-	}
-	c.setHeader(len(flags))
-	for _, f := range flags {
-		c.simple(f)
-	}
-	c.int(int64(cmd.firstKey))
-	c.int(int64(cmd.lastKey))
-	c.int(int64(cmd.step))
-	c.setHeader(1)
-	c.simple("@" + cmd.group)
-	c.setHeader(0) // tips
-	c.array(0)     // key specs
-	c.array(0)     // subcommands
-}
-
-func sortedNames(t map[string]*command) []string {
-	names := make([]string, 0, len(t))
-	for n := range t {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
 func cmdInfo(c *Client, args [][]byte) {
 	sections := map[string]bool{}
 	for _, a := range args[1:] {
@@ -487,7 +362,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 	uptime := int64(time.Since(s.started).Seconds())
 	if want("server") {
 		section("Server")
-		field("redis_version", Version)
+		field("redis_version", RedisVersion)
 		field("damselfly_version", Version)
 		field("redis_mode", "standalone")
 		field("os", runtime.GOOS+" "+runtime.GOARCH)

@@ -40,18 +40,19 @@ func (c *Client) helpReply(lines []string) {
 	}
 }
 
-// subcommandArity checks a container command's subcommand like Redis 7.0's
-// dispatcher: unknown names and wrong arities are errors.
-func (c *Client) subcommandArity(args [][]byte, arities map[string]int) (string, bool) {
+// subcommandArity returns the subcommand of a container command, checked
+// against the command table (the dispatcher has already checked it; this
+// guards calls that bypass it).
+func (c *Client) subcommandArity(args [][]byte) (string, bool) {
 	sub := lower(args[1])
-	ar, ok := arities[sub]
 	parent := lower(args[0])
-	if !ok {
+	sc := c.srv.cmds[parent].subs[sub]
+	if sc == nil {
 		c.err("ERR unknown subcommand '" + sanitize(args[1], 128) + "'. Try " + strings.ToUpper(parent) + " HELP.")
 		return "", false
 	}
-	if (ar > 0 && len(args) != ar) || (ar < 0 && len(args) < -ar) {
-		c.err("ERR wrong number of arguments for '" + parent + "|" + sub + "' command")
+	if !sc.arityOK(args) {
+		c.err("ERR wrong number of arguments for '" + sc.name + "' command")
 		return "", false
 	}
 	return sub, true
@@ -61,10 +62,8 @@ func (c *Client) subcommandSyntaxError(args [][]byte) {
 	c.err("ERR unknown subcommand or wrong number of arguments for '" + sanitize(args[1], 128) + "'. Try " + strings.ToUpper(string(args[0])) + " HELP.")
 }
 
-var xgroupArity = map[string]int{"create": -5, "setid": -5, "destroy": 4, "createconsumer": 5, "delconsumer": 5, "help": 2}
-
 func cmdXGroup(c *Client, args [][]byte) {
-	sub, ok := c.subcommandArity(args, xgroupArity)
+	sub, ok := c.subcommandArity(args)
 	if !ok {
 		return
 	}

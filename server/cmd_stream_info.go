@@ -20,10 +20,8 @@ var xinfoHelp = []string{
 
 // --- XINFO --------------------------------------------------------------------
 
-var xinfoArity = map[string]int{"stream": -3, "groups": 3, "consumers": 4, "help": 2}
-
 func cmdXInfo(c *Client, args [][]byte) {
-	sub, ok := c.subcommandArity(args, xinfoArity)
+	sub, ok := c.subcommandArity(args)
 	if !ok {
 		return
 	}

@@ -1,10 +1,7 @@
 package server
 
-import (
-	"strings"
-)
-
-// command is one entry of the command table.
+// command is one entry of the command table (cmdtable.go): a command or a
+// subcommand ("parent|sub").
 type command struct {
 	name     string
 	arity    int // Redis convention: n exact, -n at least n
@@ -12,49 +9,57 @@ type command struct {
 	firstKey int
 	lastKey  int
 	step     int
+	acl      []string  // ACL categories, without '@'
+	tips     []string  // command tips
+	specs    []keySpec // key specs: where the keys are
+	group    string
+	since    string
+	docFlags []string // "deprecated", "syscmd"
+	summary  string   // our own one-line description (cmdtable_docs.go)
+
+	// Derived from the flags.
 	noAuth   bool // allowed before AUTH
 	write    bool
-	mayBlock bool // never run on an event loop (Client.mayBlock)
-	// blockIf, when set, tells from the arguments whether this call may
-	// block (XREAD and XREADGROUP only with BLOCK); mayBlock wins.
-	blockIf func(args [][]byte) bool
-	denyOOM bool // refused while used memory is over maxmemory
-	// txPass: runs at once inside MULTI instead of being queued;
-	// dataless: touches no data though it has no key positions (EXEC
-	// need not lock every shard for it). From txPass and dataless.
-	txPass, dataless bool
-	fn               func(c *Client, args [][]byte)
-	group            string
-	summary          string
+	denyOOM  bool // refused while used memory is over maxmemory
+	noScript bool // refused from scripts
+	noMulti  bool // refused inside MULTI
+	blocking bool
+
+	// Damselfly's properties (x- registration tokens, cmdtable.go).
+	mayBlock      bool // never run on an event loop (Client.mayBlock)
+	blockOption   bool // blocks only when given BLOCK (blockOptionGiven)
+	txPass        bool // runs at once inside MULTI instead of being queued
+	dataless      bool // no key arguments, yet touches no data
+	allShards     bool // needs every shard held
+	ownLocks      bool // locks or waits itself: never run holding shards
+	pubsubContext bool // allowed to a RESP2 subscriber
+	lockAll       bool // EXEC must hold every shard to run it (settle)
+
+	redis  bool                // Redis 7.0 has it (facts generated)
+	reg    *registration       // what the handler file registered (nil: none)
+	parent *command            // the container of a subcommand
+	subs   map[string]*command // subcommands by lower-case name
+	fn     func(c *Client, args [][]byte)
 }
 
-// spec: "name arity flags first last step group"; flags are '|'-separated.
+// registration is what a reg call said, kept to check it against Redis's
+// facts.
+type registration struct {
+	arity             int
+	flags             []string
+	first, last, step int
+	group             string
+}
+
+// commandTable builds the table: Redis's facts, then every handler file's
+// registrations. It returns the implemented commands by name.
 func commandTable() map[string]*command {
-	t := map[string]*command{}
-	reg := func(name string, arity int, flags string, first, last, step int, group string, fn func(*Client, [][]byte)) {
-		fl := strings.Split(flags, "|")
-		cmd := &command{name: name, arity: arity, flags: fl, firstKey: first, lastKey: last, step: step, fn: fn, group: group}
-		for _, f := range fl {
-			switch f {
-			case "write":
-				cmd.write = true
-			case "no_auth":
-				cmd.noAuth = true
-			case "blocking":
-				cmd.mayBlock = true
-			case "denyoom":
-				cmd.denyOOM = true
-			}
-		}
-		if mayBlockCommands[name] {
-			cmd.mayBlock = true
-		}
-		if cmd.blockIf = blockIfCommands[name]; cmd.blockIf != nil {
-			cmd.mayBlock = false // "blocking" in COMMAND INFO, detached only when needed
-		}
-		cmd.txPass, cmd.dataless = txPass[name], dataless[name]
-		t[name] = cmd
-	}
+	return buildCommandTable().finish()
+}
+
+func buildCommandTable() *cmdTable {
+	t := newCmdTable()
+	reg := t.attach
 	registerConnection(reg)
 	registerServer(reg)
 	registerStrings(reg)
@@ -70,23 +75,8 @@ func commandTable() map[string]*command {
 	registerSets(reg)
 	registerZSets(reg)
 	registerStreams(reg)
+	t.addDocs()
 	return t
 }
 
 type registrar = func(name string, arity int, flags string, first, last, step int, group string, fn func(*Client, [][]byte))
-
-// mayBlockCommands are the commands, besides those flagged "blocking", that
-// may wait or take the connection over (see Client.mayBlock). A command that
-// starts queued output (startAsync, Pub/Sub) or sets Client.handoff must be
-// listed: those need the connection as a net.Conn.
-// blockIfCommands may block depending on their arguments.
-var blockIfCommands = map[string]func(args [][]byte) bool{
-	"xread": xreadBlocks, "xreadgroup": xreadBlocks,
-}
-
-var mayBlockCommands = map[string]bool{
-	"subscribe": true, "psubscribe": true, "ssubscribe": true,
-	"psync": true, "sync": true, "wait": true,
-	"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true,
-	"fcall": true, "fcall_ro": true, "debug": true, "save": true,
-}

@@ -15,9 +15,9 @@ import (
 )
 
 func registerFunctions(reg registrar) {
-	reg("function", -2, "noscript", 0, 0, 0, "scripting", cmdFunction)
-	reg("fcall", -3, "noscript|stale|skip_monitor|no_mandatory_keys|movablekeys", 0, 0, 0, "scripting", func(c *Client, a [][]byte) { c.fcall(a, false) })
-	reg("fcall_ro", -3, "noscript|stale|skip_monitor|no_mandatory_keys|movablekeys|readonly", 0, 0, 0, "scripting", func(c *Client, a [][]byte) { c.fcall(a, true) })
+	reg("function", -2, "", 0, 0, 0, "scripting", cmdFunction)
+	reg("fcall", -3, "noscript|stale|skip_monitor|no_mandatory_keys|movablekeys|x-detach|x-all-shards", 0, 0, 0, "scripting", func(c *Client, a [][]byte) { c.fcall(a, false) })
+	reg("fcall_ro", -3, "noscript|stale|skip_monitor|no_mandatory_keys|movablekeys|readonly|x-detach|x-all-shards", 0, 0, 0, "scripting", func(c *Client, a [][]byte) { c.fcall(a, true) })
 }
 
 // fcall is FCALL and FCALL_RO: [cmd, function, numkeys, keys..., args...].

@@ -28,11 +28,11 @@ import (
 )
 
 func registerMulti(reg registrar) {
-	reg("multi", 1, "noscript|loading|stale|fast|allow_busy", 0, 0, 0, "transactions", cmdMulti)
-	reg("exec", 1, "noscript|loading|stale|skip_slowlog", 0, 0, 0, "transactions", cmdExec)
-	reg("discard", 1, "noscript|loading|stale|fast|allow_busy", 0, 0, 0, "transactions", cmdDiscard)
-	reg("watch", -2, "noscript|loading|stale|fast|allow_busy", 1, -1, 1, "transactions", cmdWatch)
-	reg("unwatch", 1, "noscript|loading|stale|fast|allow_busy", 0, 0, 0, "transactions", cmdUnwatch)
+	reg("multi", 1, "noscript|loading|stale|fast|allow_busy|x-tx-control", 0, 0, 0, "transactions", cmdMulti)
+	reg("exec", 1, "noscript|loading|stale|skip_slowlog|x-tx-control", 0, 0, 0, "transactions", cmdExec)
+	reg("discard", 1, "noscript|loading|stale|fast|allow_busy|x-tx-control", 0, 0, 0, "transactions", cmdDiscard)
+	reg("watch", -2, "noscript|loading|stale|fast|allow_busy|x-tx-control", 1, -1, 1, "transactions", cmdWatch)
+	reg("unwatch", 1, "noscript|loading|stale|fast|allow_busy|x-no-data", 0, 0, 0, "transactions", cmdUnwatch)
 }
 
 // session is a connection's Pub/Sub, transaction and script state. Only the
@@ -74,9 +74,6 @@ type journalRec struct {
 	args [][]byte
 }
 
-// txPass are the commands that run at once inside MULTI.
-var txPass = map[string]bool{"exec": true, "discard": true, "multi": true, "watch": true, "quit": true, "reset": true}
-
 // intercept runs before a command executes: it rejects what a RESP2
 // subscriber may not run and queues commands inside MULTI. True means the
 // command was handled.
@@ -86,6 +83,11 @@ func (c *Client) intercept(cmd *command, args [][]byte) bool {
 		return true
 	}
 	if c.sess.tx != nil && !cmd.txPass {
+		if cmd.noMulti {
+			c.err("ERR Command not allowed inside a transaction")
+			c.txFlag()
+			return true
+		}
 		c.sess.tx.queue = append(c.sess.tx.queue, queuedCmd{cmd: cmd, args: c.sess.txArena.copy(args)})
 		c.view.multi.Store(int32(len(c.sess.tx.queue)))
 		n := 0
@@ -181,23 +183,6 @@ func (c *Client) endSession() {
 	}
 }
 
-// dataless commands have no key specification yet touch no data, so EXEC
-// need not lock every shard for them.
-var dataless = map[string]bool{
-	"ping": true, "echo": true, "select": true, "publish": true, "time": true, "lastsave": true,
-	"command": true, "pubsub": true, "script": true, "client": true, "hello": true, "auth": true,
-	"subscribe": true, "unsubscribe": true, "psubscribe": true, "punsubscribe": true,
-	"config": true, "unwatch": true, "quit": true,
-}
-
-// needsAllShards reports whether running cmd requires every shard locked.
-func needsAllShards(cmd *command) bool {
-	if slices.Contains(cmd.flags, "movablekeys") {
-		return true
-	}
-	return cmd.firstKey <= 0 && !cmd.dataless
-}
-
 func cmdExec(c *Client, args [][]byte) {
 	tx := c.sess.tx
 	if tx == nil {
@@ -214,7 +199,7 @@ func cmdExec(c *Client, args [][]byte) {
 	var set shard.Set
 	all := false
 	for _, q := range tx.queue {
-		if needsAllShards(q.cmd) {
+		if q.cmd.lockAll {
 			all = true
 			break
 		}
@@ -245,9 +230,31 @@ func cmdExec(c *Client, args [][]byte) {
 	c.runHeld(&set, func() {
 		c.array(len(tx.queue))
 		for _, q := range tx.queue {
+			if q.cmd.ownLocks {
+				c.runUnheld(&set, q.cmd, q.args)
+				continue
+			}
 			c.runQueued(q.cmd, q.args)
 		}
 	})
+}
+
+// runUnheld runs a queued command that takes locks or waits for other
+// goroutines itself (x-own-locks: REPLICAOF, DEBUG): holding shards while
+// it runs would deadlock it against itself or against the goroutine it
+// waits for. The transaction's locks are released around it and taken
+// again (in order) before the next queued command, so such a command is
+// the one point where another client's command may run between the
+// transaction's commands.
+func (c *Client) runUnheld(set *shard.Set, cmd *command, args [][]byte) {
+	held := c.sess.held
+	c.sess.held = nil
+	c.srv.store.UnlockMany(set)
+	defer func() {
+		c.srv.store.LockMany(set)
+		c.sess.held = held
+	}()
+	c.runQueued(cmd, args)
 }
 
 // runHeld runs fn with the shards of set (locked by the caller) marked as

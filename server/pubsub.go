@@ -36,15 +36,21 @@ import (
 )
 
 func registerPubSub(reg registrar) {
-	reg("subscribe", -2, "pubsub|noscript|loading|stale", 0, 0, 0, "pubsub", func(c *Client, a [][]byte) { c.subscribe(kindChannel, a[1:]) })
-	reg("psubscribe", -2, "pubsub|noscript|loading|stale", 0, 0, 0, "pubsub", func(c *Client, a [][]byte) { c.subscribe(kindPattern, a[1:]) })
-	reg("ssubscribe", -2, "pubsub|noscript|loading|stale", 1, -1, 1, "pubsub", func(c *Client, a [][]byte) { c.subscribe(kindShard, a[1:]) })
-	reg("unsubscribe", -1, "pubsub|noscript|loading|stale", 0, 0, 0, "pubsub", func(c *Client, a [][]byte) { c.unsubscribe(kindChannel, a[1:]) })
-	reg("punsubscribe", -1, "pubsub|noscript|loading|stale", 0, 0, 0, "pubsub", func(c *Client, a [][]byte) { c.unsubscribe(kindPattern, a[1:]) })
-	reg("sunsubscribe", -1, "pubsub|noscript|loading|stale", 1, -1, 1, "pubsub", func(c *Client, a [][]byte) { c.unsubscribe(kindShard, a[1:]) })
-	reg("publish", 3, "pubsub|loading|stale|fast|may_replicate", 0, 0, 0, "pubsub", cmdPublish)
+	reg("subscribe", -2, "pubsub|noscript|loading|stale|x-detach|x-no-data|x-pubsub-context", 0, 0, 0, "pubsub", func(c *Client, a [][]byte) { c.subscribe(kindChannel, a[1:]) })
+	reg("psubscribe", -2, "pubsub|noscript|loading|stale|x-detach|x-no-data|x-pubsub-context", 0, 0, 0, "pubsub", func(c *Client, a [][]byte) { c.subscribe(kindPattern, a[1:]) })
+	reg("ssubscribe", -2, "pubsub|noscript|loading|stale|x-detach|x-pubsub-context", 1, -1, 1, "pubsub", func(c *Client, a [][]byte) { c.subscribe(kindShard, a[1:]) })
+	reg("unsubscribe", -1, "pubsub|noscript|loading|stale|x-no-data|x-pubsub-context", 0, 0, 0, "pubsub", func(c *Client, a [][]byte) { c.unsubscribe(kindChannel, a[1:]) })
+	reg("punsubscribe", -1, "pubsub|noscript|loading|stale|x-no-data|x-pubsub-context", 0, 0, 0, "pubsub", func(c *Client, a [][]byte) { c.unsubscribe(kindPattern, a[1:]) })
+	reg("sunsubscribe", -1, "pubsub|noscript|loading|stale|x-pubsub-context", 1, -1, 1, "pubsub", func(c *Client, a [][]byte) { c.unsubscribe(kindShard, a[1:]) })
+	reg("publish", 3, "pubsub|loading|stale|fast|may_replicate|x-no-data", 0, 0, 0, "pubsub", cmdPublish)
 	reg("spublish", 3, "pubsub|loading|stale|fast|may_replicate", 1, 1, 1, "pubsub", cmdSPublish)
-	reg("pubsub", -2, "", 0, 0, 0, "pubsub", cmdPubSub)
+	reg("pubsub", -2, "x-no-data", 0, 0, 0, "pubsub", cmdPubSub)
+	reg("pubsub|channels", -2, "pubsub|loading|stale", 0, 0, 0, "pubsub", cmdPubSub)
+	reg("pubsub|shardchannels", -2, "pubsub|loading|stale", 0, 0, 0, "pubsub", cmdPubSub)
+	reg("pubsub|numsub", -2, "pubsub|loading|stale", 0, 0, 0, "pubsub", cmdPubSub)
+	reg("pubsub|shardnumsub", -2, "pubsub|loading|stale", 0, 0, 0, "pubsub", cmdPubSub)
+	reg("pubsub|numpat", 2, "pubsub|loading|stale", 0, 0, 0, "pubsub", cmdPubSub)
+	reg("pubsub|help", 2, "loading|stale", 0, 0, 0, "pubsub", cmdPubSub)
 }
 
 type subKind int
@@ -381,33 +387,13 @@ func (s *Server) pubsubCounts() (channels, patterns int) {
 	return len(r.subs[kindChannel]), len(r.subs[kindPattern])
 }
 
-// pubsubAllowed is what a RESP2 connection in Pub/Sub mode may run.
-var pubsubAllowed = map[string]bool{
-	"ping": true, "subscribe": true, "ssubscribe": true, "unsubscribe": true, "sunsubscribe": true,
-	"psubscribe": true, "punsubscribe": true, "quit": true, "reset": true,
-}
-
 // rejectInPubSub answers a command a RESP2 subscriber may not run.
 func (c *Client) rejectInPubSub(cmd *command, args [][]byte) bool {
-	if c.proto != 2 || !c.subscribed() || pubsubAllowed[cmd.name] {
+	if c.proto != 2 || !c.subscribed() || cmd.pubsubContext {
 		return false
 	}
-	c.err("ERR Can't execute '" + fullName(cmd, args) + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+	c.err("ERR Can't execute '" + cmd.name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 	return true
-}
-
-// containers are the commands Redis names as "cmd|sub" in errors.
-var containers = map[string]bool{
-	"client": true, "config": true, "pubsub": true, "script": true, "object": true, "memory": true,
-	"command": true, "debug": true, "cluster": true, "function": true, "xinfo": true, "acl": true,
-	"slowlog": true, "latency": true, "module": true, "xgroup": true,
-}
-
-func fullName(cmd *command, args [][]byte) string {
-	if containers[cmd.name] && len(args) > 1 {
-		return cmd.name + "|" + lower(args[1])
-	}
-	return cmd.name
 }
 
 // ---- outbound queue ----

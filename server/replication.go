@@ -83,11 +83,11 @@ func (s *Server) isSelf(host string, port int) bool {
 
 func registerReplication(reg registrar) {
 	reg("replconf", -1, "admin|noscript|loading|stale|allow_busy", 0, 0, 0, "server", cmdReplconf)
-	reg("psync", -3, "admin|noscript|no_async_loading|no_multi", 0, 0, 0, "server", cmdPsync)
-	reg("sync", 1, "admin|noscript|no_async_loading|no_multi", 0, 0, 0, "server", cmdSync)
-	reg("wait", 3, "noscript", 0, 0, 0, "generic", cmdWait)
-	reg("replicaof", 3, "admin|noscript|stale|no_async_loading", 0, 0, 0, "server", cmdReplicaOf)
-	reg("slaveof", 3, "admin|noscript|stale|no_async_loading", 0, 0, 0, "server", cmdReplicaOf)
+	reg("psync", -3, "admin|noscript|no_async_loading|no_multi|x-detach", 0, 0, 0, "server", cmdPsync)
+	reg("sync", 1, "admin|noscript|no_async_loading|no_multi|x-detach", 0, 0, 0, "server", cmdSync)
+	reg("wait", 3, "noscript|x-detach", 0, 0, 0, "generic", cmdWait)
+	reg("replicaof", 3, "admin|noscript|stale|no_async_loading|x-own-locks", 0, 0, 0, "server", cmdReplicaOf)
+	reg("slaveof", 3, "admin|noscript|stale|no_async_loading|x-own-locks", 0, 0, 0, "server", cmdReplicaOf)
 	reg("role", 1, "noscript|loading|stale|fast", 0, 0, 0, "server", cmdRole)
 }
 

@@ -39,11 +39,16 @@ import (
 )
 
 func registerScripting(reg registrar) {
-	reg("eval", -3, "noscript|stale|skip_monitor|no_mandatory_keys|movablekeys", 0, 0, 0, "scripting", func(c *Client, a [][]byte) { c.evalGeneric(a, false, false) })
-	reg("evalsha", -3, "noscript|stale|skip_monitor|no_mandatory_keys|movablekeys", 0, 0, 0, "scripting", func(c *Client, a [][]byte) { c.evalGeneric(a, true, false) })
-	reg("eval_ro", -3, "noscript|stale|skip_monitor|no_mandatory_keys|movablekeys|readonly", 0, 0, 0, "scripting", func(c *Client, a [][]byte) { c.evalGeneric(a, false, true) })
-	reg("evalsha_ro", -3, "noscript|stale|skip_monitor|no_mandatory_keys|movablekeys|readonly", 0, 0, 0, "scripting", func(c *Client, a [][]byte) { c.evalGeneric(a, true, true) })
-	reg("script", -2, "noscript", 0, 0, 0, "scripting", cmdScript)
+	reg("eval", -3, "noscript|stale|skip_monitor|no_mandatory_keys|movablekeys|x-detach|x-all-shards", 0, 0, 0, "scripting", func(c *Client, a [][]byte) { c.evalGeneric(a, false, false) })
+	reg("evalsha", -3, "noscript|stale|skip_monitor|no_mandatory_keys|movablekeys|x-detach|x-all-shards", 0, 0, 0, "scripting", func(c *Client, a [][]byte) { c.evalGeneric(a, true, false) })
+	reg("eval_ro", -3, "noscript|stale|skip_monitor|no_mandatory_keys|movablekeys|readonly|x-detach|x-all-shards", 0, 0, 0, "scripting", func(c *Client, a [][]byte) { c.evalGeneric(a, false, true) })
+	reg("evalsha_ro", -3, "noscript|stale|skip_monitor|no_mandatory_keys|movablekeys|readonly|x-detach|x-all-shards", 0, 0, 0, "scripting", func(c *Client, a [][]byte) { c.evalGeneric(a, true, true) })
+	reg("script", -2, "noscript|x-no-data", 0, 0, 0, "scripting", cmdScript)
+	reg("script|load", 3, "noscript|stale", 0, 0, 0, "scripting", cmdScript)
+	reg("script|exists", -3, "noscript", 0, 0, 0, "scripting", cmdScript)
+	reg("script|flush", -2, "noscript", 0, 0, 0, "scripting", cmdScript)
+	reg("script|kill", 2, "noscript|allow_busy", 0, 0, 0, "scripting", cmdScript)
+	reg("script|help", 2, "loading|stale", 0, 0, 0, "scripting", cmdScript)
 	registerFunctions(reg)
 }
 
@@ -130,7 +135,8 @@ func (c *Client) beginTxScripts(queue []queuedCmd) *busyScript {
 // (Redis's allow-busy commands, less those that would take a shard lock).
 func allowedWhileBusy(cmd *command, args [][]byte) bool {
 	switch cmd.name {
-	case "auth", "hello", "quit", "reset", "replconf", "multi", "discard", "unwatch":
+	case "auth", "hello", "quit", "reset", "replconf", "multi", "discard", "unwatch",
+		"script|kill", "function|kill", "function|stats":
 		return true
 	case "script", "function":
 		return len(args) == 2 && (eq(args[1], "kill") || (cmd.name == "function" && eq(args[1], "stats")))
@@ -361,6 +367,7 @@ const notIntegerText = "ERR value is not an integer or out of range"
 // at the end.
 func (c *Client) runLocked(eval bool, run func()) {
 	if c.sess.held != nil {
+		// Inside EXEC: every shard is already held (x-all-shards).
 		prev := c.sess.inScript
 		c.sess.inScript = true
 		defer func() { c.sess.inScript = prev }()
@@ -435,10 +442,15 @@ func (sc *scriptCaller) Call(args [][]byte) ([]byte, bool) {
 	if cmd == nil {
 		return []byte("-ERR Unknown Redis command called from script\r\n"), false
 	}
-	if (cmd.arity > 0 && len(args) != cmd.arity) || len(args) < -cmd.arity {
+	if cmd.subs != nil && len(args) > 1 {
+		if cmd = cmd.lookupSub(c, args); cmd == nil {
+			return []byte("-ERR Unknown Redis command called from script\r\n"), false
+		}
+	}
+	if !cmd.arityOK(args) {
 		return []byte("-ERR Wrong number of args calling Redis command from script\r\n"), false
 	}
-	if noScript(cmd, args) {
+	if cmd.noScript || noScript(cmd, args) {
 		return []byte("-ERR This Redis command is not allowed from script\r\n"), false
 	}
 	if cmd.write {

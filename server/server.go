@@ -34,8 +34,12 @@ import (
 	"github.com/damselflydb/damselfly/shard/types"
 )
 
-// Version is the server version reported by INFO and --version.
-const Version = "7.0.15"
+// Version is Damselfly's own version (--version, INFO damselfly_version).
+const Version = "0.1.0"
+
+// RedisVersion is the Redis protocol level Damselfly implements, reported
+// where clients check it: INFO redis_version and HELLO's version.
+const RedisVersion = "7.0.15"
 
 // Config is the server's start-up configuration.
 type Config struct {

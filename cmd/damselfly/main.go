@@ -50,11 +50,11 @@ type cli struct {
 	Shards           int              `help:"Number of shards (default: GOMAXPROCS)." default:"0" env:"DAMSELFLY_SHARDS"`
 	Dbnum            int              `help:"Number of databases." default:"16" env:"DAMSELFLY_DBNUM"`
 	Unixsocket       string           `help:"Also listen on this Unix socket." env:"DAMSELFLY_UNIXSOCKET"`
-	MemcachedPort    int              `name:"memcached_port" help:"TCP port for the Memcached text protocol; 0 = off." default:"0" env:"DAMSELFLY_MEMCACHED_PORT"`
-	MaxItemSize      memory           `name:"max_item_size" help:"Largest memcached item (e.g. 1mb)." default:"1mb" env:"DAMSELFLY_MAX_ITEM_SIZE"`
+	MemcachedPort    int              `name:"memcached-port" aliases:"memcached_port" help:"TCP port for the Memcached text protocol; 0 = off." default:"0" env:"DAMSELFLY_MEMCACHED_PORT"`
+	MaxItemSize      memory           `name:"max-item-size" aliases:"max_item_size" help:"Largest memcached item (e.g. 1mb)." default:"1mb" env:"DAMSELFLY_MAX_ITEM_SIZE"`
 	Replicaof        string           `help:"Replicate the primary at host:port from the start." env:"DAMSELFLY_REPLICAOF"`
 	Masterauth       string           `help:"Password to AUTH with on the primary." env:"DAMSELFLY_MASTERAUTH"`
-	ReplBacklog      memory           `name:"repl_backlog_size" help:"Replication backlog for partial resync (e.g. 1mb)." default:"1mb" env:"DAMSELFLY_REPL_BACKLOG_SIZE"`
+	ReplBacklog      memory           `name:"repl-backlog-size" aliases:"repl_backlog_size" help:"Replication backlog for partial resync (e.g. 1mb)." default:"1mb" env:"DAMSELFLY_REPL_BACKLOG_SIZE"`
 	GoroutinePerConn bool             `name:"goroutine-per-conn" help:"Serve each connection on its own goroutine instead of the epoll event loops (always so off Linux)." env:"DAMSELFLY_GOROUTINE_PER_CONN"`
 	Loglevel         string           `help:"debug, verbose, notice or warning." default:"notice" enum:"debug,verbose,notice,warning" env:"DAMSELFLY_LOGLEVEL"`
 	Version          kong.VersionFlag `help:"Print the version and exit."`
@@ -66,7 +66,7 @@ func main() {
 	parser, err := kong.New(&c,
 		kong.Name("damselfly"),
 		kong.Description("An in-memory data store that speaks the Redis and Memcached protocols."),
-		kong.Vars{"version": "damselfly " + server.Version},
+		kong.Vars{"version": "damselfly " + server.Version + " (Redis " + server.RedisVersion + " protocol)"},
 		kong.Exit(func(code int) {
 			if code != 0 {
 				code = 2
@@ -170,10 +170,10 @@ func validate(c *cli) error {
 		return fmt.Errorf("--port %d: must be 0..65535", c.Port)
 	}
 	if c.MemcachedPort < 0 || c.MemcachedPort > 65535 {
-		return fmt.Errorf("--memcached_port %d: must be 0..65535", c.MemcachedPort)
+		return fmt.Errorf("--memcached-port %d: must be 0..65535", c.MemcachedPort)
 	}
 	if c.MaxItemSize < 1024 || c.MaxItemSize > 1<<30 {
-		return fmt.Errorf("--max_item_size %d: must be 1kb..1gb", c.MaxItemSize)
+		return fmt.Errorf("--max-item-size %d: must be 1kb..1gb", c.MaxItemSize)
 	}
 	if c.Dbnum < 1 {
 		return fmt.Errorf("--dbnum %d: must be at least 1", c.Dbnum)
