@@ -120,6 +120,8 @@ type Client struct {
 	// barrier (aof.go); aofLoading marks the client replaying the AOF.
 	aofWait    bool
 	aofLoading bool
+	// gate is the event loop's busy-script gate (script.go), nil off loops.
+	gate *loopGate
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -299,6 +301,9 @@ func (c *Client) execute(args [][]byte) {
 	}
 	if !c.authed && !cmd.noAuth {
 		c.err("NOAUTH Authentication required.")
+		return
+	}
+	if c.srv.scripts.busy.Load() != nil && !c.waitBusy(cmd, args) { // script.go
 		return
 	}
 	if c.srv.shutdownRefused(c) {

@@ -172,6 +172,7 @@ func configParams() map[string]configParam {
 	maxClientsParam(m)
 	watchdogParam(m)
 	aofParams(m)
+	scriptingParams(m)
 	return m
 }
 

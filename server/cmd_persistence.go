@@ -152,6 +152,8 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 			Compress: s.cfg.rdbCompression.Load(),
 			Pace:     pace,
 			Busy:     s.snapshotBusy(),
+			// FUNCTION libraries, as Redis stores them (function.go).
+			Functions: s.functionCodes,
 		})
 		if err == nil {
 			err = f.Sync()
@@ -349,6 +351,9 @@ func (s *Server) loadFrom(f *os.File, path string) error {
 	stats, err := s.loadDumpFile(f, path)
 	if err != nil {
 		return err
+	}
+	if err := s.loadFunctions(stats.Functions); err != nil {
+		return fmt.Errorf("%s: loading the FUNCTION libraries: %w", path, err)
 	}
 	s.persist.loadedKeys.Store(stats.Keys)
 	s.log.Info("DB loaded from disk", "file", path, "keys", stats.Keys, "bytes", stats.Bytes,

@@ -407,6 +407,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		field("maxmemory", max)
 		field("maxmemory_human", humanBytes(max))
 		field("maxmemory_policy", evictionPolicy(s.evict.policy.Load()).String())
+		s.infoScripting(field) // script.go
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		field("go_heap_alloc", ms.HeapAlloc)

@@ -51,6 +51,7 @@ func (s *Server) adopt(c *Client, tc *net.TCPConn) error {
 	return l.Adopt(tc, (*loopClient)(c), func(fd int) {
 		c.connMu.Lock()
 		c.nc, c.loop, c.fd = nil, l, fd
+		c.gate = s.scripts.gateOf(l)
 		c.connMu.Unlock()
 		c.view.fd.Store(int32(fd))
 	})
@@ -74,7 +75,10 @@ func (lc *loopClient) Readable(fd int, now int64) netpoll.Action {
 		c.w += n
 	}
 	c.lastSeen.Store(now)
-	if perr := c.processInput(); perr != nil {
+	c.gate.active.Store(1) // see scriptCache.begin
+	perr := c.processInput()
+	c.gate.active.Store(0)
+	if perr != nil {
 		c.quit = true
 	}
 	c.noteBuffers(len(c.out) - c.outPos)

@@ -214,6 +214,9 @@ func cmdExec(c *Client, args [][]byte) {
 	} else if w != nil {
 		w.Shards(&set)
 	}
+	if b := c.beginTxScripts(tx.queue); b != nil { // script.go
+		defer c.srv.scripts.end(b)
+	}
 	store.LockMany(&set)
 	defer store.UnlockMany(&set)
 	if w != nil && w.Len() > 0 {

@@ -10,7 +10,8 @@ import (
 
 // replSnapshot streams a forkless point-in-time RDB to a replica.
 func (s *Server) replSnapshot(ctx context.Context, w io.Writer, onCut func()) (int64, error) {
-	st, err := snapshot.Write(ctx, s.store, w, snapshot.Options{OnCut: onCut, Compress: s.cfg.rdbCompression.Load(), Pace: backgroundPace, Busy: s.snapshotBusy()})
+	st, err := snapshot.Write(ctx, s.store, w, snapshot.Options{OnCut: onCut, Compress: s.cfg.rdbCompression.Load(), Pace: backgroundPace, Busy: s.snapshotBusy(),
+		Functions: s.functionCodes})
 	return st.Keys, err
 }
 
@@ -29,7 +30,11 @@ func (s *Server) replLoad(r io.Reader) (int64, error) {
 	for i, sh := range s.store.Shards() {
 		sh.Adopt(fresh.Shards()[i])
 	}
+	ferr := s.loadFunctions(st.Functions)
 	s.restartAOF()
 	s.store.UnlockMany(&all)
+	if ferr != nil {
+		s.log.Error("full sync: the primary's FUNCTION libraries cannot be loaded", "err", ferr)
+	}
 	return st.Keys, nil
 }

@@ -1,39 +1,41 @@
 package server
 
-// Scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT with Lua 5.1
-// semantics (github.com/yuin/gopher-lua).
+// Scripting commands: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT, and the
+// server's side of package scripting (which owns the Lua states, the script
+// cache and the FUNCTION libraries; function.go has FUNCTION and FCALL).
 //
 // Design and invariants:
-//   - A script runs atomically: EVAL locks every shard (ascending order) for
-//     its whole run, marks them held (as EXEC does, so redis.call's commands
-//     lock nothing again), and only then takes the VM. There is one Lua VM
-//     per server, guarded by vmMu, always taken after the shard locks.
-//   - Scripts are replicated as their effects: the write commands they call,
-//     wrapped in MULTI/EXEC when there are several (multi.go collects them).
-//   - redis.call runs a command with the connection's reply buffer swapped
-//     for a scratch buffer and RESP2 forced, then converts that RESP2 reply
-//     to Lua values with Redis's rules; the result of the script converts
-//     back with Redis's rules (numbers truncate to integers, tables become
-//     arrays up to the first nil, {ok=}/{err=} become status/error replies,
-//     false becomes nil, true becomes 1).
-//   - SCRIPT KILL needs no shard lock: the running script is published in
-//     scriptCache.running and stopped by cancelling the VM's context, unless
-//     it has already written (UNKILLABLE), as in Redis.
-//   - Compile and runtime errors, and panics, become error replies; a script
-//     never takes the server down.
+//   - A script runs atomically: it locks every shard (ascending order) for
+//     its whole run and marks them held (as EXEC does, so redis.call's
+//     commands lock nothing again). Scripts are replicated as their
+//     effects, wrapped in MULTI/EXEC when there are several (multi.go).
+//   - No client ever blocks an event loop behind a script. Before a script
+//     takes its locks it publishes itself (scriptCache.busy) and waits until
+//     no event loop is inside a batch of commands (loopGate: each loop marks
+//     itself active around a batch, and every command checks busy after
+//     that mark, a Dekker handshake on sequentially consistent atomics). A
+//     loop client whose command meets a busy script is detached to its own
+//     goroutine, which waits for the script's end until busy-reply-threshold
+//     (alias lua-time-limit) has passed since it started, and then answers
+//     -BUSY, as Redis does. The commands Redis allows meanwhile (SCRIPT
+//     KILL, FUNCTION KILL and STATS, SHUTDOWN NOSAVE, AUTH, HELLO, MULTI...)
+//     run at once; none of them takes a shard lock. SHUTDOWN NOSAVE stops
+//     the script even when it has written. The primary's stream waits for
+//     the script without a threshold.
+//   - redis.call refuses the commands Redis flags noscript (from the
+//     command table's flags, and Redis 7.0's own list as a floor), writes
+//     from read-only scripts, and writes on a replica.
 
 import (
-	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
+	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
-	lua "github.com/yuin/gopher-lua"
-	"github.com/yuin/gopher-lua/parse"
+	"github.com/damselflydb/damselfly/netpoll"
+	"github.com/damselflydb/damselfly/scripting"
 )
 
 func registerScripting(reg registrar) {
@@ -47,92 +49,161 @@ func registerScripting(reg registrar) {
 	reg("script|flush", -2, "noscript", 0, 0, 0, "scripting", cmdScript)
 	reg("script|kill", 2, "noscript|allow_busy", 0, 0, 0, "scripting", cmdScript)
 	reg("script|help", 2, "loading|stale", 0, 0, 0, "scripting", cmdScript)
+	registerFunctions(reg)
 }
 
-// scriptCache holds loaded scripts and the Lua VM.
+// defaultBusyThreshold is busy-reply-threshold's default (5 s).
+const defaultBusyThreshold = 5000
+
+// scriptCache is the server's scripting state: the engine, the script in
+// progress and the event loops' gates.
 type scriptCache struct {
-	mu     sync.Mutex
-	protos map[string]*lua.FunctionProto // by lower-case SHA1 hex
-	bodies map[string]string
-
-	vmMu sync.Mutex // the VM; taken after the shard locks
-	vm   *lua.LState
-	cur  *scriptRun // the script running on vm (under vmMu)
-
-	running atomic.Pointer[runningScript]
+	*scripting.Engine
+	thresholdMs atomic.Int64 // busy-reply-threshold
+	gateMu      sync.Mutex   // held by the running script, from publish to end
+	busy        atomic.Pointer[busyScript]
+	gates       sync.Map // *netpoll.Loop -> *loopGate
 }
 
-// runningScript is what SCRIPT KILL sees of the script being run.
-type runningScript struct {
-	cancel context.CancelFunc
-	wrote  atomic.Bool
-	killed atomic.Bool
+// busyScript is the script in progress as other clients see it.
+type busyScript struct {
+	owner *Client
+	eval  bool
+	start time.Time
+	done  chan struct{}
+}
+
+// loopGate marks an event loop that is running a batch of commands.
+type loopGate struct {
+	active atomic.Int32
+	_      [60]byte
 }
 
 func newScriptCache() *scriptCache {
-	return &scriptCache{protos: map[string]*lua.FunctionProto{}, bodies: map[string]string{}}
+	sc := &scriptCache{Engine: scripting.New()}
+	sc.thresholdMs.Store(defaultBusyThreshold)
+	return sc
 }
 
-func sha1hex(b []byte) string {
-	h := sha1.Sum(b)
-	return hex.EncodeToString(h[:])
+// gateOf returns loop l's gate.
+func (sc *scriptCache) gateOf(l *netpoll.Loop) *loopGate {
+	g, _ := sc.gates.LoadOrStore(l, &loopGate{})
+	return g.(*loopGate)
 }
 
-// compile returns the compiled script body (cached by SHA1).
-func (sc *scriptCache) compile(body []byte) (string, *lua.FunctionProto, error) {
-	sha := sha1hex(body)
-	sc.mu.Lock()
-	p := sc.protos[sha]
-	sc.mu.Unlock()
-	if p != nil {
-		return sha, p, nil
-	}
-	chunk, err := parse.Parse(strings.NewReader(string(body)), "user_script")
-	if err != nil {
-		return sha, nil, errors.New("Error compiling script (new function): " + compileMessage(err, body))
-	}
-	p, err = lua.Compile(chunk, "user_script")
-	if err != nil {
-		return sha, nil, errors.New("Error compiling script (new function): " + compileMessage(err, body))
-	}
-	sc.mu.Lock()
-	sc.protos[sha] = p
-	sc.bodies[sha] = string(body)
-	sc.mu.Unlock()
-	return sha, p, nil
-}
-
-// compileMessage renders a gopher-lua compile error as Lua 5.1 would:
-// "user_script:LINE: message".
-func compileMessage(err error, body []byte) string {
-	var perr *parse.Error
-	if errors.As(err, &perr) {
-		tok, line, msg := perr.Token, perr.Pos.Line, perr.Message
-		if line < 0 { // the parser ran out of input
-			tok, line = "<eof>", 1+strings.Count(string(body), "\n")
+// begin publishes a script about to run and waits until no event loop is
+// inside a batch; from then on every loop detaches the clients whose
+// commands meet it. end must follow.
+func (sc *scriptCache) begin(c *Client, eval bool) *busyScript {
+	sc.gateMu.Lock()
+	b := &busyScript{owner: c, eval: eval, start: time.Now(), done: make(chan struct{})}
+	sc.busy.Store(b)
+	sc.gates.Range(func(_, v any) bool {
+		g := v.(*loopGate)
+		for spin := 0; g.active.Load() != 0; spin++ {
+			if spin < 100 {
+				continue
+			}
+			time.Sleep(20 * time.Microsecond)
 		}
-		if tok == "" {
-			tok = "<eof>"
+		return true
+	})
+	return b
+}
+
+func (sc *scriptCache) end(b *busyScript) {
+	sc.busy.Store(nil)
+	close(b.done)
+	sc.gateMu.Unlock()
+}
+
+// beginTxScripts publishes an EXEC whose queue runs a script as busy
+// before it locks its shards (see begin); nil when it runs none.
+func (c *Client) beginTxScripts(queue []queuedCmd) *busyScript {
+	for _, q := range queue {
+		switch q.cmd.name {
+		case "eval", "evalsha", "eval_ro", "evalsha_ro":
+			return c.srv.scripts.begin(c, true)
+		case "fcall", "fcall_ro":
+			return c.srv.scripts.begin(c, false)
 		}
-		if msg == "syntax error" {
-			msg = "unexpected symbol" // Lua 5.1's wording for the common case
-		}
-		return "user_script:" + strconv.Itoa(line) + ": " + msg + " near '" + tok + "'"
 	}
-	return oneLine(err.Error())
+	return nil
 }
 
-func (sc *scriptCache) lookup(sha string) *lua.FunctionProto {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	return sc.protos[strings.ToLower(sha)]
+// allowedWhileBusy reports whether a command runs while a script is busy
+// (Redis's allow-busy commands, less those that would take a shard lock).
+func allowedWhileBusy(cmd *command, args [][]byte) bool {
+	switch cmd.name {
+	case "auth", "hello", "quit", "reset", "replconf", "multi", "discard", "unwatch",
+		"script|kill", "function|kill", "function|stats":
+		return true
+	case "script", "function":
+		return len(args) == 2 && (eq(args[1], "kill") || (cmd.name == "function" && eq(args[1], "stats")))
+	case "shutdown":
+		for _, a := range args[1:] {
+			if eq(a, "nosave") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
-func (sc *scriptCache) flush() {
-	sc.mu.Lock()
-	sc.protos = map[string]*lua.FunctionProto{}
-	sc.bodies = map[string]string{}
-	sc.mu.Unlock()
+// waitBusy runs before a command while a script is busy: it reports
+// whether the command may run now. On an event loop it detaches the
+// client (false, nothing written); on a goroutine it waits for the script
+// until the busy threshold and then answers -BUSY (false).
+func (c *Client) waitBusy(cmd *command, args [][]byte) bool {
+	sc := c.srv.scripts
+	for {
+		b := sc.busy.Load()
+		if b == nil || b.owner == c {
+			return true
+		}
+		if allowedWhileBusy(cmd, args) {
+			if cmd.name == "shutdown" {
+				sc.abort()
+			}
+			return true
+		}
+		if c.loop != nil {
+			c.detach = true
+			return false
+		}
+		if c.fromPrimary {
+			<-b.done
+			continue
+		}
+		if d := time.Until(b.start.Add(time.Duration(sc.thresholdMs.Load()) * time.Millisecond)); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-b.done:
+				t.Stop()
+				continue
+			case <-t.C:
+			}
+		}
+		select {
+		case <-b.done:
+			continue
+		default:
+		}
+		if b.eval {
+			c.err(scripting.BusyEval)
+		} else {
+			c.err(scripting.BusyFunction)
+		}
+		c.txFlag()
+		return false
+	}
+}
+
+// abort stops the running script whatever it did (SHUTDOWN NOSAVE).
+func (sc *scriptCache) abort() {
+	if r := sc.Busy(); r != nil {
+		r.Abort()
+	}
 }
 
 func cmdScript(c *Client, args [][]byte) {
@@ -144,9 +215,9 @@ func cmdScript(c *Client, args [][]byte) {
 			c.err("ERR wrong number of arguments for 'script|load' command")
 			return
 		}
-		sha, _, err := sc.compile(args[2])
+		sha, err := sc.Compile(args[2])
 		if err != nil {
-			c.err("ERR " + err.Error())
+			c.err(err.Error())
 			return
 		}
 		c.bulkString(sha)
@@ -157,7 +228,7 @@ func cmdScript(c *Client, args [][]byte) {
 		}
 		c.array(len(args) - 2)
 		for _, a := range args[2:] {
-			if sc.lookup(string(a)) != nil {
+			if sc.Exists(string(a)) {
 				c.int(1)
 			} else {
 				c.int(0)
@@ -172,24 +243,18 @@ func cmdScript(c *Client, args [][]byte) {
 			c.err("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
 			return
 		}
-		sc.flush()
+		sc.FlushScripts()
 		c.ok()
 	case "kill":
 		if len(args) != 2 {
 			c.err("ERR wrong number of arguments for 'script|kill' command")
 			return
 		}
-		r := sc.running.Load()
-		switch {
-		case r == nil:
-			c.err("NOTBUSY No scripts in execution right now.")
-		case r.wrote.Load():
-			c.err("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.")
-		default:
-			r.killed.Store(true)
-			r.cancel()
-			c.ok()
+		if err := sc.Kill(true); err != nil {
+			c.err(err.Error())
+			return
 		}
+		c.ok()
 	case "help":
 		lines := []string{
 			"SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -219,41 +284,88 @@ func cmdScript(c *Client, args [][]byte) {
 	}
 }
 
-// evalGeneric is EVAL/EVALSHA(_RO): args are [cmd, script|sha, numkeys, keys..., args...].
-func (c *Client) evalGeneric(args [][]byte, bySHA, readOnly bool) {
+// parseNumKeys checks the numkeys argument of EVAL and FCALL (at args[2]).
+func (c *Client) parseNumKeys(args [][]byte, notInt string) (int, bool) {
 	nk, ok := parseInt(args[2])
 	if !ok {
-		c.errNotInteger()
-		return
-	}
-	if nk < 0 {
-		c.err("ERR Number of keys can't be negative")
-		return
+		c.err(notInt)
+		return 0, false
 	}
 	if nk > int64(len(args)-3) {
 		c.err("ERR Number of keys can't be greater than number of args")
+		return 0, false
+	}
+	if nk < 0 {
+		c.err("ERR Number of keys can't be negative")
+		return 0, false
+	}
+	return int(nk), true
+}
+
+// evalGeneric is EVAL/EVALSHA(_RO): args are [cmd, script|sha, numkeys, keys..., args...].
+func (c *Client) evalGeneric(args [][]byte, bySHA, readOnly bool) {
+	nk, ok := c.parseNumKeys(args, notIntegerText)
+	if !ok {
 		return
 	}
 	sc := c.srv.scripts
 	var sha string
-	var proto *lua.FunctionProto
 	if bySHA {
-		sha = strings.ToLower(string(args[1]))
-		if proto = sc.lookup(sha); proto == nil {
-			c.err("NOSCRIPT No matching script. Please use EVAL.")
+		sha = string(args[1])
+		if !sc.Exists(sha) {
+			c.err(scripting.ErrNoScript.Error())
 			return
 		}
 	} else {
 		var err error
-		sha, proto, err = sc.compile(args[1])
-		if err != nil {
-			c.err("ERR " + err.Error())
+		if sha, err = sc.Compile(args[1]); err != nil {
+			c.err(err.Error())
 			return
 		}
 	}
-	keys := args[3 : 3+nk]
-	argv := args[3+nk:]
-	run := func() { c.runScript(sha, proto, keys, argv, readOnly) }
+	flags, compat, _ := sc.ScriptFlags(sha)
+	if !compat && !c.prepareScript(flags, readOnly) {
+		return
+	}
+	ro := readOnly || !compat && flags&scripting.FlagNoWrites != 0
+	caller := &scriptCaller{c: c, ro: ro, allowOOM: !compat && flags&scripting.FlagAllowOOM != 0}
+	req := scripting.Request{Caller: caller, Out: (*scriptReplier)(c), Keys: args[3 : 3+nk], Args: args[3+nk:], ReadOnly: ro}
+	c.runLocked(true, func() {
+		if err := sc.RunScript(sha, args, c.fromPrimary, req); err != nil {
+			c.err(err.Error())
+		}
+	})
+}
+
+// prepareScript applies a flagged script's (a function's, or an EVAL
+// script's with a "#!lua" line) checks before it runs, as Redis's
+// scriptPrepareForRun; false means it answered an error.
+func (c *Client) prepareScript(flags int, ro bool) bool {
+	if flags&scripting.FlagNoWrites == 0 {
+		if c.srv.repl.IsReplica() && !c.fromPrimary {
+			c.err("READONLY You can't write against a read only replica.") // processCommand's check comes first in Redis
+			return false
+		}
+		if ro {
+			c.err("ERR Can not execute a script with write flag using *_ro command.")
+			return false
+		}
+	}
+	if max := c.srv.cfg.maxMemory.Load(); max > 0 && flags&(scripting.FlagAllowOOM|scripting.FlagNoWrites) == 0 &&
+		!c.fromPrimary && c.srv.usedMem.Load() > max {
+		c.err("OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'")
+		return false
+	}
+	return true
+}
+
+const notIntegerText = "ERR value is not an integer or out of range"
+
+// runLocked runs a script with every shard held: inside EXEC they are
+// already held (EVAL and FCALL have movable keys); otherwise the script is
+// published as busy, the shards are locked, and its writes are journalled
+// at the end.
+func (c *Client) runLocked(eval bool, run func()) {
 	if c.sess.held != nil {
 		// Inside EXEC: every shard is already held (x-all-shards).
 		prev := c.sess.inScript
@@ -262,6 +374,8 @@ func (c *Client) evalGeneric(args [][]byte, bySHA, readOnly bool) {
 		run()
 		return
 	}
+	b := c.srv.scripts.begin(c, eval)
+	defer c.srv.scripts.end(b)
 	set := c.srv.store.All()
 	c.srv.store.LockMany(&set)
 	defer c.srv.store.UnlockMany(&set)
@@ -270,329 +384,85 @@ func (c *Client) evalGeneric(args [][]byte, bySHA, readOnly bool) {
 	c.runHeld(&set, run)
 }
 
-// scriptRun is the state of one script execution, reachable from the
-// redis.* functions.
-type scriptRun struct {
+// scriptReplier writes a script's result to the client.
+type scriptReplier Client
+
+func (r *scriptReplier) Int(n int64)     { (*Client)(r).int(n) }
+func (r *scriptReplier) Bulk(b []byte)   { (*Client)(r).bulk(b) }
+func (r *scriptReplier) Null()           { (*Client)(r).null() }
+func (r *scriptReplier) Array(n int)     { (*Client)(r).array(n) }
+func (r *scriptReplier) Status(s string) { (*Client)(r).simple(s) }
+func (r *scriptReplier) Error(s string) {
+	c := (*Client)(r)
+	c.out = append(c.out, '-')
+	c.out = append(c.out, s...)
+	c.out = append(c.out, '\r', '\n')
+}
+
+// scriptCaller runs redis.call's commands for a script of client c.
+type scriptCaller struct {
 	c        *Client
-	sha      string
-	readOnly bool
-	run      *runningScript
-	errLine  int // line where the error being raised happened
+	ro       bool
+	allowOOM bool // the allow-oom flag: denyoom commands run past maxmemory
 }
 
-// runScript executes a compiled script with every shard held and writes
-// its reply.
-func (c *Client) runScript(sha string, proto *lua.FunctionProto, keys, argv [][]byte, readOnly bool) {
-	sc := c.srv.scripts
-	sc.vmMu.Lock()
-	defer sc.vmMu.Unlock()
-	if sc.vm == nil {
-		sc.vm = newLuaVM(sc)
-	}
-	L := sc.vm
-	ctx, cancel := context.WithCancel(context.Background())
-	rs := &runningScript{cancel: cancel}
-	sc.running.Store(rs)
-	defer func() {
-		sc.running.Store(nil)
-		cancel()
-	}()
-	sr := &scriptRun{c: c, sha: sha, readOnly: readOnly, run: rs}
-	sc.cur = sr
-	defer func() { sc.cur = nil }()
-	g := L.G.Global
-	g.RawSetString("KEYS", stringsTable(L, keys))
-	g.RawSetString("ARGV", stringsTable(L, argv))
-	fn := L.NewFunctionFromProto(proto)
-	fn.Env = g
-	handler := L.NewFunction(func(L *lua.LState) int {
-		// Record where the error happened: the innermost Lua frame.
-		for level := 0; level < 8; level++ {
-			dbg, ok := L.GetStack(level)
-			if !ok {
-				break
-			}
-			if _, err := L.GetInfo("Sl", dbg, lua.LNil); err == nil && dbg.CurrentLine > 0 {
-				sr.errLine = dbg.CurrentLine
-				break
-			}
-		}
-		L.Push(L.Get(1))
-		return 1
-	})
-	top := L.GetTop()
-	L.SetContext(ctx)
-	L.Push(fn)
-	err := func() (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				err = errors.New("internal error in script: " + oneLine(anyString(r)))
-			}
-		}()
-		return L.PCall(0, 1, handler)
-	}()
-	L.RemoveContext()
-	if err != nil {
-		L.SetTop(top)
-		c.scriptError(sr, err)
-		return
-	}
-	ret := L.Get(-1)
-	L.SetTop(top)
-	c.luaToReply(ret, 0)
+// redisNoScript are the commands and subcommands Redis 7.0 flags
+// noscript; the command table's own "noscript" flags add to it.
+var redisNoScript = map[string]bool{
+	"cluster|reset": true, "auth": true, "client|caching": true, "client|getname": true, "client|getredir": true, "client|id": true,
+	"client|info": true, "client|kill": true, "client|list": true, "client|no-evict": true, "client|pause": true, "client|reply": true,
+	"client|setname": true, "client|tracking": true, "client|trackinginfo": true, "client|unblock": true, "client|unpause": true,
+	"hello": true, "quit": true, "reset": true, "wait": true, "blmove": true, "blpop": true, "brpop": true, "brpoplpush": true,
+	"psubscribe": true, "punsubscribe": true, "ssubscribe": true, "subscribe": true, "sunsubscribe": true, "unsubscribe": true,
+	"eval": true, "evalsha": true, "evalsha_ro": true, "eval_ro": true, "fcall": true, "fcall_ro": true, "function|delete": true,
+	"function|dump": true, "function|flush": true, "function|kill": true, "function|list": true, "function|load": true,
+	"function|restore": true, "function|stats": true, "script|debug": true, "script|exists": true, "script|flush": true,
+	"script|kill": true, "script|load": true, "acl|cat": true, "acl|deluser": true, "acl|dryrun": true, "acl|genpass": true,
+	"acl|getuser": true, "acl|list": true, "acl|load": true, "acl|log": true, "acl|save": true, "acl|setuser": true, "acl|users": true,
+	"acl|whoami": true, "bgrewriteaof": true, "bgsave": true, "config|get": true, "config|resetstat": true, "config|rewrite": true,
+	"config|set": true, "debug": true, "failover": true, "latency|doctor": true, "latency|graph": true, "latency|histogram": true,
+	"latency|history": true, "latency|latest": true, "latency|reset": true, "module|list": true, "module|load": true,
+	"module|loadex": true, "module|unload": true, "monitor": true, "psync": true, "replconf": true, "replicaof": true, "role": true,
+	"save": true, "shutdown": true, "slaveof": true, "sync": true, "bzpopmax": true, "bzpopmin": true, "discard": true, "exec": true,
+	"multi": true, "unwatch": true, "watch": true,
 }
 
-func anyString(v any) string {
-	if e, ok := v.(error); ok {
-		return e.Error()
+// noScript reports whether a script may not run this command.
+func noScript(cmd *command, args [][]byte) bool {
+	if slices.Contains(cmd.flags, "noscript") || redisNoScript[cmd.name] {
+		return true
 	}
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return "panic"
+	return len(args) > 1 && len(args[1]) < 32 && redisNoScript[cmd.name+"|"+lower(args[1])]
 }
 
-// scriptError answers a failed script as Redis 7.0 does:
-// "<code> <message> script: <sha>, on @user_script:<line>."
-func (c *Client) scriptError(sr *scriptRun, err error) {
-	var msg string
-	var apiErr *lua.ApiError
-	if sr.run.killed.Load() {
-		msg = "ERR Script killed by user with SCRIPT KILL..."
-	} else if errors.As(err, &apiErr) {
-		if t, ok := apiErr.Object.(*lua.LTable); ok {
-			if e, ok := t.RawGetString("err").(lua.LString); ok {
-				msg = string(e)
-			}
-		}
-		if msg == "" {
-			msg = "ERR " + luaErrorText(apiErr.Object)
-		}
-	} else {
-		msg = "ERR " + err.Error()
-	}
-	line := sr.errLine
-	if line == 0 {
-		line = 1
-	}
-	c.err(oneLine(strings.TrimRight(msg, "\r\n")) + " script: " + sr.sha + ", on @user_script:" + strconv.Itoa(line) + ".")
-}
-
-// luaErrorText is the text of a Lua error value.
-func luaErrorText(v lua.LValue) string {
-	if v == nil || v == lua.LNil {
-		return "nil"
-	}
-	s := v.String()
-	// gopher-lua appends a traceback to some messages; Lua's message is the
-	// first line.
-	if i := strings.Index(s, "\nstack traceback:"); i >= 0 {
-		s = s[:i]
-	}
-	return s
-}
-
-func oneLine(s string) string {
-	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
-}
-
-func stringsTable(L *lua.LState, items [][]byte) *lua.LTable {
-	t := L.CreateTable(len(items), 0)
-	for _, it := range items {
-		t.Append(lua.LString(it))
-	}
-	return t
-}
-
-// newLuaVM makes the server's Lua VM with the libraries Redis offers and
-// the redis table, and protects the global table as Redis 7 does.
-func newLuaVM(sc *scriptCache) *lua.LState {
-	L := lua.NewState(lua.Options{SkipOpenLibs: true})
-	for _, lib := range []struct {
-		name string
-		fn   lua.LGFunction
-	}{
-		{lua.BaseLibName, lua.OpenBase},
-		{lua.TabLibName, lua.OpenTable},
-		{lua.StringLibName, lua.OpenString},
-		{lua.MathLibName, lua.OpenMath},
-		{lua.DebugLibName, lua.OpenDebug},
-	} {
-		L.Push(L.NewFunction(lib.fn))
-		L.Push(lua.LString(lib.name))
-		L.Call(1, 0)
-	}
-	for _, name := range []string{"dofile", "loadfile", "loadstring", "load", "require", "module", "collectgarbage", "newproxy"} {
-		L.SetGlobal(name, lua.LNil)
-	}
-	r := L.NewTable()
-	L.SetFuncs(r, map[string]lua.LGFunction{
-		"call":               func(L *lua.LState) int { return luaRedisCall(L, sc.cur, true) },
-		"pcall":              func(L *lua.LState) int { return luaRedisCall(L, sc.cur, false) },
-		"error_reply":        luaErrorReply,
-		"status_reply":       luaStatusReply,
-		"sha1hex":            luaSHA1Hex,
-		"log":                func(L *lua.LState) int { return 0 },
-		"setresp":            luaSetResp,
-		"set_repl":           func(L *lua.LState) int { return 0 },
-		"replicate_commands": func(L *lua.LState) int { L.Push(lua.LTrue); return 1 },
-		"breakpoint":         func(L *lua.LState) int { L.Push(lua.LFalse); return 1 },
-		"debug":              func(L *lua.LState) int { return 0 },
-	})
-	for name, v := range map[string]int{"LOG_DEBUG": 0, "LOG_VERBOSE": 1, "LOG_NOTICE": 2, "LOG_WARNING": 3,
-		"REPL_NONE": 0, "REPL_AOF": 1, "REPL_SLAVE": 2, "REPL_REPLICA": 2, "REPL_ALL": 3} {
-		r.RawSetString(name, lua.LNumber(v))
-	}
-	L.SetGlobal("redis", r)
-	// Globals: reading an undefined one or creating one is an error.
-	mt := L.NewTable()
-	mt.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
-		L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.CheckAny(2).String())
-		return 0
-	}))
-	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
-		L.RaiseError("Attempt to modify a readonly table")
-		return 0
-	}))
-	L.SetMetatable(L.G.Global, mt)
-	return L
-}
-
-// raiseRedisError raises {err=msg} from a redis.* function, recording the
-// calling line.
-func raiseRedisError(L *lua.LState, msg string) int {
-	t := L.NewTable()
-	t.RawSetString("err", lua.LString(msg))
-	L.Error(t, 1)
-	return 0
-}
-
-// errorTable is {err="CODE message"} built as Redis's luaPushErrorBuff.
-func errorTable(L *lua.LState, msg string) *lua.LTable {
-	msg = strings.TrimRight(msg, "\r\n")
-	if strings.HasPrefix(msg, "-") {
-		if i := strings.IndexByte(msg, ' '); i >= 0 {
-			msg = msg[1:i] + " " + strings.TrimRight(msg[i+1:], "\r\n")
-		} else {
-			msg = "ERR " + msg[1:]
-		}
-	} else {
-		msg = "ERR " + msg
-	}
-	t := L.NewTable()
-	t.RawSetString("err", lua.LString(msg))
-	return t
-}
-
-func luaErrorReply(L *lua.LState) int {
-	s, ok := L.Get(1).(lua.LString)
-	if !ok || L.GetTop() != 1 {
-		L.RaiseError("wrong number or type of arguments")
-		return 0
-	}
-	msg := string(s)
-	if !strings.HasPrefix(msg, "-") {
-		msg = "-" + msg
-	}
-	L.Push(errorTable(L, msg))
-	return 1
-}
-
-func luaStatusReply(L *lua.LState) int {
-	s, ok := L.Get(1).(lua.LString)
-	if !ok || L.GetTop() != 1 {
-		L.RaiseError("wrong number or type of arguments")
-		return 0
-	}
-	t := L.NewTable()
-	t.RawSetString("ok", s)
-	L.Push(t)
-	return 1
-}
-
-func luaSHA1Hex(L *lua.LState) int {
-	if L.GetTop() != 1 {
-		L.RaiseError("wrong number of arguments")
-		return 0
-	}
-	L.Push(lua.LString(sha1hex([]byte(lua.LVAsString(L.Get(1))))))
-	return 1
-}
-
-func luaSetResp(L *lua.LState) int {
-	if L.GetTop() != 1 {
-		L.RaiseError("redis.setresp() requires one argument.")
-		return 0
-	}
-	if n, ok := L.Get(1).(lua.LNumber); !ok || n != 2 {
-		L.RaiseError("RESP version must be 2 in Damselfly scripts.")
-	}
-	return 0
-}
-
-// luaNumberString formats a Lua number as Lua 5.1's tostring (%.14g).
-func luaNumberString(n lua.LNumber) string {
-	return strconv.FormatFloat(float64(n), 'g', 14, 64)
-}
-
-// luaRedisCall implements redis.call (raise) and redis.pcall (return the
-// error table).
-func luaRedisCall(L *lua.LState, sr *scriptRun, raise bool) int {
-	fail := func(msg string) int {
-		if raise {
-			return raiseRedisError(L, msg)
-		}
-		L.Push(errorTable(L, msg))
-		return 1
-	}
-	n := L.GetTop()
-	if n == 0 {
-		return fail("ERR Please specify at least one argument for this redis lib call")
-	}
-	args := make([][]byte, n)
-	for i := 1; i <= n; i++ {
-		switch v := L.Get(i).(type) {
-		case lua.LString:
-			args[i-1] = []byte(v)
-		case lua.LNumber:
-			args[i-1] = []byte(luaNumberString(v))
-		default:
-			return fail("ERR Lua redis lib command arguments must be strings or integers")
-		}
-	}
-	if sr == nil {
-		return fail("ERR redis.call used outside a script")
-	}
-	reply := sr.c.scriptCall(sr, args)
-	v := respToLua(L, reply)
-	if t, ok := v.(*lua.LTable); ok && raise {
-		if e, ok := t.RawGetString("err").(lua.LString); ok && len(reply) > 0 && reply[0] == '-' {
-			return raiseRedisError(L, string(e))
-		}
-	}
-	L.Push(v)
-	return 1
-}
-
-// scriptCall runs one command for a script and returns its RESP2 reply.
-func (c *Client) scriptCall(sr *scriptRun, args [][]byte) []byte {
+// Call runs one command for the script and returns its RESP2 reply.
+func (sc *scriptCaller) Call(args [][]byte) ([]byte, bool) {
+	c := sc.c
 	cmd := c.srv.cmds[lower(args[0])]
 	if cmd == nil {
-		return []byte("-ERR Unknown Redis command called from script\r\n")
+		return []byte("-ERR Unknown Redis command called from script\r\n"), false
 	}
 	if cmd.subs != nil && len(args) > 1 {
 		if cmd = cmd.lookupSub(c, args); cmd == nil {
-			return []byte("-ERR Unknown Redis command called from script\r\n")
+			return []byte("-ERR Unknown Redis command called from script\r\n"), false
 		}
 	}
 	if !cmd.arityOK(args) {
-		return []byte("-ERR Wrong number of args calling Redis command from script\r\n")
+		return []byte("-ERR Wrong number of args calling Redis command from script\r\n"), false
 	}
-	if cmd.noScript {
-		return []byte("-ERR This Redis command is not allowed from script\r\n")
+	if cmd.noScript || noScript(cmd, args) {
+		return []byte("-ERR This Redis command is not allowed from script\r\n"), false
 	}
-	if sr.readOnly && cmd.write {
-		return []byte("-ERR Write commands are not allowed from read-only scripts.\r\n")
+	if cmd.write {
+		if sc.ro {
+			return []byte("-ERR Write commands are not allowed from read-only scripts.\r\n"), false
+		}
+		if !c.fromPrimary && c.srv.repl.IsReplica() {
+			return []byte("-READONLY You can't write against a read only replica.\r\n"), false
+		}
+	}
+	if cmd.denyOOM && !sc.allowOOM && !c.fromPrimary && c.srv.cfg.maxMemory.Load() > 0 && !c.admitCommand(cmd, args) {
+		return []byte("-OOM command not allowed when used memory > 'maxmemory'.\r\n"), false
 	}
 	savedOut, savedProto, savedProp := c.out, c.proto, c.propagate
 	c.out, c.proto = nil, 2
@@ -607,100 +477,36 @@ func (c *Client) scriptCall(sr *scriptRun, args [][]byte) []byte {
 		c.propagate = args
 		cmd.fn(c, args)
 	}()
-	if c.srv.dirty.Load() != before {
-		sr.run.wrote.Store(true)
-	}
+	wrote := c.srv.dirty.Load() != before
 	reply := c.out
 	c.out, c.proto, c.propagate = savedOut, savedProto, savedProp
-	return reply
+	return reply, wrote
 }
 
-// respToLua converts one RESP2 reply to a Lua value with Redis's rules.
-func respToLua(L *lua.LState, b []byte) lua.LValue {
-	v, _ := parseRESPValue(L, b)
-	return v
+// infoScripting adds INFO memory's script counts (Redis 7.0's names).
+func (s *Server) infoScripting(field func(string, any)) {
+	libs, funcs := s.scripts.Counts()
+	field("number_of_cached_scripts", s.scripts.ScriptCount())
+	field("number_of_functions", funcs)
+	field("number_of_libraries", libs)
 }
 
-func parseRESPValue(L *lua.LState, b []byte) (lua.LValue, []byte) {
-	if len(b) == 0 {
-		return lua.LFalse, b
+// scriptingParams are the CONFIG parameters of scripting.
+func scriptingParams(m map[string]configParam) {
+	p := configParam{
+		get: func(s *Server) string { return strconv.FormatInt(s.scripts.thresholdMs.Load(), 10) },
+		set: func(s *Server, v string) error {
+			n, ok := parseInt([]byte(v))
+			if !ok {
+				return errors.New("argument couldn't be parsed into an integer")
+			}
+			if n < 0 {
+				return errors.New("argument must be between 0 and 9223372036854775807 inclusive")
+			}
+			s.scripts.thresholdMs.Store(n)
+			return nil
+		},
 	}
-	i := strings.Index(unsafeString(b), "\r\n")
-	if i < 0 {
-		return lua.LFalse, nil
-	}
-	line, rest := b[1:i], b[i+2:]
-	switch b[0] {
-	case '+':
-		t := L.NewTable()
-		t.RawSetString("ok", lua.LString(line))
-		return t, rest
-	case '-':
-		t := L.NewTable()
-		t.RawSetString("err", lua.LString(line))
-		return t, rest
-	case ':':
-		n, _ := strconv.ParseInt(string(line), 10, 64)
-		return lua.LNumber(n), rest
-	case '$':
-		n, _ := strconv.Atoi(string(line))
-		if n < 0 || len(rest) < n+2 {
-			return lua.LFalse, rest
-		}
-		return lua.LString(rest[:n]), rest[n+2:]
-	case '*':
-		n, _ := strconv.Atoi(string(line))
-		if n < 0 {
-			return lua.LFalse, rest
-		}
-		t := L.CreateTable(n, 0)
-		for k := 0; k < n; k++ {
-			var v lua.LValue
-			v, rest = parseRESPValue(L, rest)
-			t.RawSetInt(k+1, v)
-		}
-		return t, rest
-	}
-	return lua.LFalse, nil
-}
-
-// luaToReply writes a script's result with Redis's conversion rules.
-func (c *Client) luaToReply(v lua.LValue, depth int) {
-	switch x := v.(type) {
-	case lua.LNumber:
-		c.int(int64(x))
-	case lua.LString:
-		c.bulk([]byte(x))
-	case lua.LBool:
-		if x {
-			c.int(1)
-		} else {
-			c.null()
-		}
-	case *lua.LTable:
-		if e, ok := x.RawGetString("err").(lua.LString); ok {
-			c.out = append(c.out, '-')
-			c.out = append(c.out, oneLine(string(e))...)
-			c.out = append(c.out, '\r', '\n')
-			return
-		}
-		if s, ok := x.RawGetString("ok").(lua.LString); ok {
-			c.simple(oneLine(string(s)))
-			return
-		}
-		if depth > 1000 {
-			c.err("ERR reached lua stack limit")
-			return
-		}
-		n := 0
-		for x.RawGetInt(n+1) != lua.LNil {
-			n++
-		}
-		c.array(n)
-		for k := 1; k <= n; k++ {
-			c.luaToReply(x.RawGetInt(k), depth+1)
-		}
-	default:
-		c.null()
-	}
+	m["busy-reply-threshold"] = p
+	m["lua-time-limit"] = p
 }

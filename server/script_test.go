@@ -15,6 +15,12 @@ func TestScriptKill(t *testing.T) {
 	s := startServer(t)
 	ctx := context.Background()
 	a, b := newClient(t, s), newClient(t, s)
+	// b's connection (and go-redis's CLIENT SETINFO on it) is made before
+	// the script starts: like Redis, the server answers nothing but the
+	// allowed commands until busy-reply-threshold while a script runs.
+	if err := b.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan error, 1)
 	go func() { done <- a.Eval(ctx, "local i = 0 while true do i = i + 1 end", nil).Err() }()
 	deadline := time.Now().Add(5 * time.Second)

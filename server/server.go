@@ -452,6 +452,7 @@ func (s *Server) Close() error {
 	for _, l := range s.loops {
 		l.Stop()
 	}
+	s.scripts.abort() // a script still running holds every shard
 	s.repl.Close()
 	s.wg.Wait()
 	s.closeAOF()

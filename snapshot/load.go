@@ -126,7 +126,7 @@ func LoadWith(st *shard.Store, r io.Reader, name string, lo LoadOptions) (Stats,
 	if err != nil {
 		return Stats{}, err
 	}
-	return Stats{Keys: keys, Bytes: info.Bytes, Duration: time.Since(start)}, nil
+	return Stats{Keys: keys, Bytes: info.Bytes, Duration: time.Since(start), Functions: info.Functions}, nil
 }
 
 // loader inserts keys into st: one goroutine per shard builds the values

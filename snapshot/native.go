@@ -254,7 +254,7 @@ func writeNative(ctx context.Context, st *shard.Store, ws []io.Writer, opt Nativ
 	}
 	r := &run{version: version, abort: make(chan struct{}), free: make(chan []byte, 2*len(ws)), keys: &prog.Keys,
 		limits: rdb.Limits{NoCompression: true}, pace: opt.Pace, busy: opt.Busy, perShard: true}
-	sers, keys, expires, mem := r.cut(st, opt.Options, prog)
+	sers, keys, expires, mem, _ := r.cut(st, opt.Options, prog)
 	aux := append(rdb.DefaultAux(mem), opt.Aux...)
 	sum := Summary{Format: "damselfly-native", Version: NativeFormatVersion, CreatedMs: r.cutMs, Shards: len(sers),
 		Codec: opt.Codec.String(), DBKeys: keys, DBExpires: expires, Aux: map[string]string{}, Files: make([]NativeFile, len(sers))}

@@ -67,6 +67,10 @@ type Options struct {
 	// returns, so OnCut may fill in values of its elements.
 	OnCut func()
 	Aux   []rdb.Aux // optional extra aux fields
+	// Functions, when set, is called at the cut (every shard locked) for
+	// the FUNCTION libraries' codes, written after the aux fields as Redis
+	// does (RDB_OPCODE_FUNCTION2).
+	Functions func() []string
 	// Progress, when set, is updated while Write runs (INFO persistence).
 	Progress *Progress
 	// Compress LZF-compresses strings longer than 20 bytes, as Redis does
@@ -102,6 +106,8 @@ type Stats struct {
 	// Paused is the time a paced Write's serializers spent pausing for
 	// clients (summed over shards).
 	Paused time.Duration
+	// Functions are the FUNCTION libraries a Load read (their codes).
+	Functions []string
 }
 
 const (
@@ -187,7 +193,7 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 	}
 	r := &run{version: out.Version(), queue: make(chan chunk, queueLen), abort: make(chan struct{}), free: make(chan []byte, queueLen), keys: &prog.Keys,
 		limits: rdb.Limits{NoCompression: !opt.Compress}, pace: opt.Pace, busy: opt.Busy}
-	sers, keys, expires, mem := r.cut(st, opt, prog)
+	sers, keys, expires, mem, functions := r.cut(st, opt, prog)
 
 	var wg sync.WaitGroup
 	for _, s := range sers {
@@ -205,6 +211,11 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 	aux := mergeAux(rdb.DefaultAux(mem), opt.Aux)
 	if err := out.Header(aux); err != nil {
 		r.fail(err)
+	}
+	for _, code := range functions {
+		if err := out.Function([]byte(code)); err != nil {
+			r.fail(err)
+		}
 	}
 	cur := -1
 	for {
@@ -243,7 +254,7 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 // cut starts the snapshot of every shard at one instant (all shards
 // locked, OnCut called) and returns the serializers, the keys and keys
 // with an expiry of each database at the cut, and the memory in use.
-func (r *run) cut(st *shard.Store, opt Options, prog *Progress) (sers []*serializer, keys, expires []uint64, mem int64) {
+func (r *run) cut(st *shard.Store, opt Options, prog *Progress) (sers []*serializer, keys, expires []uint64, mem int64, functions []string) {
 	shards := st.Shards()
 	sers = make([]*serializer, len(shards))
 	keys = make([]uint64, st.DBNum())
@@ -274,8 +285,11 @@ func (r *run) cut(st *shard.Store, opt Options, prog *Progress) (sers []*seriali
 	if opt.OnCut != nil {
 		opt.OnCut()
 	}
+	if opt.Functions != nil {
+		functions = opt.Functions() // the libraries at the cut, like the keys
+	}
 	st.UnlockMany(&all)
-	return sers, keys, expires, mem
+	return sers, keys, expires, mem, functions
 }
 
 type countingWriter struct {

@@ -88,6 +88,9 @@ type Info struct {
 	Checksum         uint64
 	ChecksumVerified bool
 	Bytes            int64 // bytes read, up to and including the checksum
+	// Functions are the FUNCTION libraries' codes (RDB_OPCODE_FUNCTION2),
+	// in file order.
+	Functions []string
 }
 
 // Error is a malformed-file error: the file name, the byte offset where
@@ -112,8 +115,9 @@ func (e *Error) Unwrap() error { return e.Err }
 // unless the file stores 0) and calls fn for each key in file order. Keys
 // already expired are passed too, with their ExpireAtMs, so the caller
 // decides (a primary drops them, a replica keeps them; Entry.Expired helps).
-// Module values (RDB_TYPE_MODULE_2), module aux data and function libraries
-// are skipped with a warning in Info.Warnings.
+// Module values (RDB_TYPE_MODULE_2) and module aux data are skipped with a
+// warning in Info.Warnings; function libraries are returned in
+// Info.Functions.
 //
 // Any truncation or corruption is an *Error naming the file and offset (or
 // the checksum mismatch). fn may already have been called for earlier keys
@@ -620,10 +624,11 @@ func (s *skimmer) next() error {
 			s.cut(start)
 			continue
 		case opFunction2:
-			if _, err := s.str("function library", false); err != nil {
+			code, err := s.str("function library", true)
+			if err != nil {
 				return err
 			}
-			s.warn("offset %d: function library skipped (functions are not supported)", off)
+			s.info.Functions = append(s.info.Functions, string(code))
 			s.cut(start)
 			continue
 		case opFunctionPre:
