@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"syscall"
 )
 
 // Loop is Linux-only (epoll); elsewhere New fails and callers serve every
@@ -15,11 +16,17 @@ type Loop struct{}
 // ErrStopped is returned by Adopt once the loop is stopping.
 var ErrStopped = errors.New("netpoll: event loop stopped")
 
+// Conn is a connection a loop can adopt (TCP or Unix socket).
+type Conn interface {
+	syscall.Conn
+	Close() error
+}
+
 var errUnsupported = errors.New("netpoll: no event loops on this platform")
 
-func New(*slog.Logger) (*Loop, error)                        { return nil, errUnsupported }
-func (l *Loop) Adopt(*net.TCPConn, Handler, func(int)) error { return errUnsupported }
-func (l *Loop) RequestClose(int, Handler)                    {}
-func (l *Loop) Stop()                                        {}
-func (l *Loop) Run()                                         {}
-func FileConn(int) (net.Conn, error)                         { return nil, errUnsupported }
+func New(*slog.Logger) (*Loop, error)                { return nil, errUnsupported }
+func (l *Loop) Adopt(Conn, Handler, func(int)) error { return errUnsupported }
+func (l *Loop) RequestClose(int, Handler)            {}
+func (l *Loop) Stop()                                {}
+func (l *Loop) Run()                                 {}
+func FileConn(int) (net.Conn, error)                 { return nil, errUnsupported }
