@@ -169,6 +169,7 @@ func configParams() map[string]configParam {
 		"timeout": {get: func(s *Server) string { return "0" }},
 	}
 	limitParams(m)
+	unixSocketParams(m)
 	return m
 }
 

@@ -50,6 +50,7 @@ type cli struct {
 	Shards           int              `help:"Number of shards (default: GOMAXPROCS)." default:"0" env:"DAMSELFLY_SHARDS"`
 	Dbnum            int              `help:"Number of databases." default:"16" env:"DAMSELFLY_DBNUM"`
 	Unixsocket       string           `help:"Also listen on this Unix socket." env:"DAMSELFLY_UNIXSOCKET"`
+	Unixsocketperm   string           `help:"Unix socket permissions, octal (e.g. 700); 0 keeps the umask's." default:"0" env:"DAMSELFLY_UNIXSOCKETPERM"`
 	MemcachedPort    int              `name:"memcached_port" help:"TCP port for the Memcached text protocol; 0 = off." default:"0" env:"DAMSELFLY_MEMCACHED_PORT"`
 	MaxItemSize      memory           `name:"max_item_size" help:"Largest memcached item (e.g. 1mb)." default:"1mb" env:"DAMSELFLY_MAX_ITEM_SIZE"`
 	Replicaof        string           `help:"Replicate the primary at host:port from the start." env:"DAMSELFLY_REPLICAOF"`
@@ -103,6 +104,7 @@ func main() {
 		ReplicaOf: c.Replicaof, MasterAuth: c.Masterauth, ReplBacklogSize: int64(c.ReplBacklog),
 		GoroutinePerConn: c.GoroutinePerConn,
 	}
+	cfg.UnixSocketPerm, _ = server.ParseUnixSocketPerm(c.Unixsocketperm) // checked by validate
 	srv := server.New(cfg)
 	// A dump that exists but cannot be read stops us here: starting empty
 	// would later save an empty dataset over it.
@@ -186,6 +188,9 @@ func validate(c *cli) error {
 	}
 	if _, err := server.ParseSaveSchedule(c.Save); err != nil {
 		return fmt.Errorf("--save %q: %v", c.Save, err)
+	}
+	if _, err := server.ParseUnixSocketPerm(c.Unixsocketperm); err != nil {
+		return fmt.Errorf("--unixsocketperm %q: %v", c.Unixsocketperm, err)
 	}
 	if strings.ContainsRune(c.Dbfilename, '/') {
 		return fmt.Errorf("--dbfilename %q: must be a file name, not a path", c.Dbfilename)
