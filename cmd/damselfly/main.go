@@ -91,6 +91,12 @@ func main() {
 	if c.Healthcheck {
 		os.Exit(healthcheck(c.Port, c.Requirepass))
 	}
+	if c.Save != "" {
+		if err := checkWritableDir(c.Dir); err != nil {
+			fmt.Fprintln(os.Stderr, "damselfly:", err)
+			os.Exit(1)
+		}
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(c.Loglevel)}))
 	tuneGC()
 	if c.Shards <= 0 {
@@ -160,6 +166,12 @@ func healthcheck(port int, pass string) int {
 		return 1
 	}
 	line, err := r.ReadString('\n')
+	// NOAUTH (a password this probe was not given) and LOADING (the dump
+	// is still being read) come from a live server: healthy, so that a long
+	// load never turns a container unhealthy.
+	if err == nil && (strings.HasPrefix(line, "-NOAUTH") || strings.HasPrefix(line, "-LOADING")) {
+		return 0
+	}
 	if err != nil || strings.TrimSpace(line) != "+PONG" {
 		fmt.Fprintln(os.Stderr, "damselfly healthcheck: unexpected reply:", strings.TrimSpace(line), err)
 		return 1
