@@ -4,7 +4,7 @@
 #
 #   bench/snapshot-steady.sh PORT PID [KEYS] [VALUE_BYTES]
 #
-# ../shared/bench/snapshot-mem.sh populates key:N with DEBUG POPULATE but then
+# bench/snapshot-mem.sh populates key:N with DEBUG POPULATE but then
 # overwrites redis-benchmark's key:000000NNNNNN names, so the keyspace grows by
 # up to KEYS new keys during its measurement and the "peak" mixes snapshot cost
 # with dataset growth. This variant first writes redis-benchmark's own key

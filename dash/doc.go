@@ -102,7 +102,7 @@
 // max(old, t.Version()); both halves of a split take the max version of the
 // source buckets (read after the hook ran) and t.Version(). A forkless
 // snapshot serializes a bucket in the hook when its version is below the
-// snapshot version, then stamps it, exactly as design.md describes.
+// snapshot version, then stamps it, exactly as docs/architecture.md describes.
 //
 // # Geometry
 //

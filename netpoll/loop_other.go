@@ -30,3 +30,6 @@ func (l *Loop) RequestClose(int, Handler)            {}
 func (l *Loop) Stop()                                {}
 func (l *Loop) Run()                                 {}
 func FileConn(int) (net.Conn, error)                 { return nil, errUnsupported }
+
+// Read is never called off Linux (no loop serves a connection there).
+func Read(int, []byte) (int, syscall.Errno) { return 0, syscall.ENOSYS }

@@ -7,8 +7,8 @@ import (
 	"github.com/damselflydb/damselfly/dash"
 )
 
-// Point-in-time snapshots without fork (design.md, "Forkless point-in-time
-// snapshot"). This file is the whole surface package snapshot sees: start a
+// Point-in-time snapshots without fork (docs/architecture.md, "Forkless
+// snapshots"). This file is the whole surface package snapshot sees: start a
 // snapshot on a locked shard, traverse a database's buckets, finish.
 //
 // Invariants:

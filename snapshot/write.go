@@ -1,7 +1,7 @@
 // Package snapshot takes forkless point-in-time snapshots of a shard.Store
 // as Redis RDB files (Write) and loads RDB files (Load).
 //
-// Write follows design.md's algorithm. At the cut every shard is locked (in
+// Write follows the algorithm of docs/architecture.md. At the cut every shard is locked (in
 // ascending order), each shard bumps its version epoch and registers a
 // pre-change hook on its tables (shard.StartSnapshot), OnCut runs, and the
 // shards are unlocked: writes go on from there. One serializer goroutine per

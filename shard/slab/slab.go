@@ -242,7 +242,7 @@ func (s *Slab) releasePage(pi int32) {
 		s.unlink(c, pi)
 	}
 	// Give the memory back to the OS but keep the mapping for reuse.
-	_ = syscall.Madvise(p.mem, syscall.MADV_DONTNEED)
+	releaseMemory(p.mem)
 	p.class = -2
 	s.freePages = append(s.freePages, pi)
 	s.mapped -= PageSize
@@ -314,7 +314,7 @@ func (s *Slab) mapArena() []byte {
 	s.maps = append(s.maps, raw)
 	off := int(-uintptr(unsafe.Pointer(&raw[0])) & (hugePage - 1))
 	mem := raw[off : off+size : off+size]
-	_ = syscall.Madvise(mem, syscall.MADV_HUGEPAGE) // a hint: without THP it is simply ignored
+	adviseHugePages(mem)
 	return mem
 }
 
