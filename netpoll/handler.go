@@ -1,4 +1,4 @@
-// Package netpoll serves many non-blocking TCP connections from a few
+// Package netpoll serves many non-blocking TCP and Unix-socket connections from a few
 // goroutines with epoll, the way redis-server and memcached do. Both of
 // Damselfly's front ends (RESP in package server, the memcached protocol in
 // package memcache) run their connections on the same loops.

@@ -75,12 +75,19 @@ func New(log *slog.Logger) (*Loop, error) {
 	return l, nil
 }
 
-// Adopt moves a freshly accepted connection into the loop, served by h. The
-// loop keeps a duplicate of tc's fd and tc is closed. owned is called with
+// Conn is a connection a loop can adopt: a stream socket the Go runtime
+// gave us (*net.TCPConn or *net.UnixConn).
+type Conn interface {
+	syscall.Conn
+	Close() error
+}
+
+// Adopt moves a freshly accepted connection (TCP or Unix socket) into the
+// loop, served by h. The loop keeps a duplicate of tc's fd and tc is closed. owned is called with
 // that fd before the loop can serve it (under the loop's lock, so it must
 // not call back into the loop), for the handler to record where its
 // connection lives. On error nothing changed: the caller still owns tc.
-func (l *Loop) Adopt(tc *net.TCPConn, h Handler, owned func(fd int)) error {
+func (l *Loop) Adopt(tc Conn, h Handler, owned func(fd int)) error {
 	raw, err := tc.SyscallConn()
 	if err != nil {
 		return err

@@ -173,6 +173,7 @@ func configParams() map[string]configParam {
 	watchdogParam(m)
 	aofParams(m)
 	scriptingParams(m)
+	unixSocketParams(m)
 	return m
 }
 

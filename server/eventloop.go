@@ -1,7 +1,6 @@
 package server
 
 import (
-	"net"
 	"runtime"
 	"syscall"
 
@@ -43,7 +42,7 @@ func (s *Server) startLoops() []*netpoll.Loop {
 
 // adopt hands a freshly accepted connection to a loop; on error the caller
 // still owns tc and serves c on a goroutine.
-func (s *Server) adopt(c *Client, tc *net.TCPConn) error {
+func (s *Server) adopt(c *Client, tc netpoll.Conn) error {
 	s.loopMu.Lock()
 	l := s.loops[s.nextLoop%len(s.loops)]
 	s.nextLoop++

@@ -67,9 +67,14 @@ type rawConn struct {
 
 func dialRaw(t testing.TB, s *Server) *rawConn { return dialAddr(t, s.Addr()) }
 
+// dialAddr dials host:port over TCP, or a Unix socket when addr is a path.
 func dialAddr(t testing.TB, addr string) *rawConn {
 	t.Helper()
-	nc, err := net.Dial("tcp", addr)
+	network := "tcp"
+	if strings.HasPrefix(addr, "/") {
+		network = "unix"
+	}
+	nc, err := net.Dial(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}

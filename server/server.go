@@ -7,9 +7,9 @@
 // and writes all replies with one write, so the common request/response path
 // never parks a goroutine. A command that may block or take the connection
 // over (Client.mayBlock) first detaches its connection to a goroutine of its
-// own, which serves it as before from then on. Unix socket connections, and
-// all connections with Config.GoroutinePerConn or off Linux, have a
-// goroutine each from the start. Commands reach data only through package shard: a single-key
+// own, which serves it as before from then on. Unix socket connections are
+// served by the same loops (unixsocket.go); all connections with
+// Config.GoroutinePerConn or off Linux have a goroutine each from the start. Commands reach data only through package shard: a single-key
 // command locks the key's shard; a multi-key command locks its shards in
 // ascending order.
 package server
@@ -89,6 +89,9 @@ type Config struct {
 	DBFormat           string
 	DBCompression      string
 	DBCompressionLevel int
+	// UnixSocketPerm is the Unix socket file's mode (unixsocketperm; 0
+	// keeps what the umask gives). See ParseUnixSocketPerm.
+	UnixSocketPerm os.FileMode
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -182,6 +185,9 @@ type Server struct {
 	limitsConn                          connLimits // maxclients (maxclients.go)
 	wd                                  watchdog   // slow shard holders (watchdog.go)
 	reclaim                             reclaimer  // GC before refusing a write (memreclaim.go)
+	// unixPath and unixPerm are the Unix socket's configuration (CONFIG GET).
+	unixPath string
+	unixPerm os.FileMode
 
 	shutdownOnce sync.Once
 	done         chan struct{}
@@ -264,13 +270,13 @@ func (s *Server) Start(cfg Config) error {
 	s.port = ln.Addr().(*net.TCPAddr).Port
 	s.listeners = append(s.listeners, ln)
 	if cfg.UnixSocket != "" {
-		_ = os.Remove(cfg.UnixSocket)
-		uln, err := net.Listen("unix", cfg.UnixSocket)
+		uln, err := listenUnix(cfg.UnixSocket, cfg.UnixSocketPerm)
 		if err != nil {
 			ln.Close()
 			return err
 		}
 		s.listeners = append(s.listeners, uln)
+		s.unixPath, s.unixPerm = cfg.UnixSocket, cfg.UnixSocketPerm
 	}
 	if !cfg.GoroutinePerConn {
 		s.loops = s.startLoops()
@@ -363,8 +369,8 @@ func (s *Server) acceptLoop(l net.Listener) {
 		s.clientsMu.Lock()
 		s.clients[c.id] = c
 		s.clientsMu.Unlock()
-		if tc, ok := nc.(*net.TCPConn); ok && s.loops != nil {
-			if err := s.adopt(c, tc); err == nil {
+		if pc, ok := nc.(netpoll.Conn); ok && s.loops != nil { // TCP and Unix sockets
+			if err := s.adopt(c, pc); err == nil {
 				continue
 			}
 			s.log.Warn("event loop: serving the connection on a goroutine", "client", c.id, "err", err)

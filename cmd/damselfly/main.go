@@ -51,6 +51,7 @@ type cli struct {
 	Shards           int              `help:"Number of shards (default: GOMAXPROCS)." default:"0" env:"DAMSELFLY_SHARDS"`
 	Dbnum            int              `help:"Number of databases." default:"16" env:"DAMSELFLY_DBNUM"`
 	Unixsocket       string           `help:"Also listen on this Unix socket." env:"DAMSELFLY_UNIXSOCKET"`
+	Unixsocketperm   string           `help:"Unix socket permissions, octal (e.g. 700); 0 keeps the umask's." default:"0" env:"DAMSELFLY_UNIXSOCKETPERM"`
 	MemcachedPort    int              `name:"memcached-port" aliases:"memcached_port" help:"TCP port for the Memcached text protocol; 0 = off." default:"0" env:"DAMSELFLY_MEMCACHED_PORT"`
 	MaxItemSize      memory           `name:"max-item-size" aliases:"max_item_size" help:"Largest memcached item (e.g. 1mb)." default:"1mb" env:"DAMSELFLY_MAX_ITEM_SIZE"`
 	Replicaof        string           `help:"Replicate the primary at host:port from the start." env:"DAMSELFLY_REPLICAOF"`
@@ -98,6 +99,12 @@ func main() {
 	if c.Healthcheck {
 		os.Exit(healthcheck(c.Port, c.Requirepass))
 	}
+	if c.Save != "" {
+		if err := checkWritableDir(c.Dir); err != nil {
+			fmt.Fprintln(os.Stderr, "damselfly:", err)
+			os.Exit(1)
+		}
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(c.Loglevel)}))
 	tuneGC()
 	if c.Shards <= 0 {
@@ -114,6 +121,7 @@ func main() {
 		AOF:      c.AOF.config(),
 		DBFormat: c.Dbformat, DBCompression: c.Dbcompression, DBCompressionLevel: c.DbcompressionLvl,
 	}
+	cfg.UnixSocketPerm, _ = server.ParseUnixSocketPerm(c.Unixsocketperm) // checked by validate
 	srv := server.New(cfg)
 	// Listen at once (clients get -LOADING until the dump is loaded). A
 	// dump that exists but cannot be read stops us here: starting empty
@@ -170,6 +178,12 @@ func healthcheck(port int, pass string) int {
 		return 1
 	}
 	line, err := r.ReadString('\n')
+	// NOAUTH (a password this probe was not given) and LOADING (the dump
+	// is still being read) come from a live server: healthy, so that a long
+	// load never turns a container unhealthy.
+	if err == nil && (strings.HasPrefix(line, "-NOAUTH") || strings.HasPrefix(line, "-LOADING")) {
+		return 0
+	}
 	if err != nil || strings.TrimSpace(line) != "+PONG" {
 		fmt.Fprintln(os.Stderr, "damselfly healthcheck: unexpected reply:", strings.TrimSpace(line), err)
 		return 1
@@ -204,6 +218,9 @@ func validate(c *cli) error {
 	}
 	if err := server.CheckAOFConfig(c.AOF.config()); err != nil {
 		return fmt.Errorf("append-only file flags: %v", err)
+	}
+	if _, err := server.ParseUnixSocketPerm(c.Unixsocketperm); err != nil {
+		return fmt.Errorf("--unixsocketperm %q: %v", c.Unixsocketperm, err)
 	}
 	if strings.ContainsRune(c.Dbfilename, '/') {
 		return fmt.Errorf("--dbfilename %q: must be a file name, not a path", c.Dbfilename)
