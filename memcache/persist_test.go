@@ -19,7 +19,7 @@ import (
 func startIn(t *testing.T, dir string, load bool) *server.Server {
 	t.Helper()
 	cfg := server.Config{Port: 0, Bind: "127.0.0.1", Shards: 4, DBNum: 16, Dir: dir, DBFilename: "dump.rdb",
-		MemcachedPort: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		EnableDebugCommand: "local", MemcachedPort: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	s := server.New(cfg)
 	if load {
 		if err := s.LoadDump(); err != nil {

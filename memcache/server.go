@@ -97,6 +97,10 @@ type Config struct {
 	// RESP server's, and their owner stops them after Close. Without
 	// loops every connection has a goroutine of its own.
 	Loops []*netpoll.Loop
+	// Accept, when set, decides each new connection before it is served:
+	// "" admits it; otherwise the returned line is written and the
+	// connection closed (the server's maxclients and access rules).
+	Accept func(remote net.Addr) string
 }
 
 type stats struct {
@@ -191,6 +195,15 @@ func (s *Server) acceptLoop(ln net.Listener) {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
+		if s.cfg.Accept != nil {
+			if refuse := s.cfg.Accept(nc.RemoteAddr()); refuse != "" {
+				s.stats.rejectedConns.Add(1)
+				_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+				_, _ = nc.Write([]byte(refuse))
+				nc.Close()
+				continue
+			}
+		}
 		c := newConn(s, nc)
 		s.mu.Lock()
 		if s.closed {
@@ -225,6 +238,9 @@ func (s *Server) acceptLoop(ln net.Listener) {
 		}()
 	}
 }
+
+// Conns is the number of open connections.
+func (s *Server) Conns() int64 { return s.stats.currConns.Load() }
 
 func (s *Server) dropConn(c *conn) {
 	s.mu.Lock()

@@ -230,6 +230,8 @@ func (c *Client) blockOn(keys [][]byte, timeout time.Duration, try func(first bo
 	r := &c.srv.blocking
 	r.register(w)
 	c.unlock(set)
+	waitStart := time.Now()
+	defer func() { c.waitedNs += int64(time.Since(waitStart)) }()
 	c.blocked.Store(w)
 	defer c.blocked.Store(nil)
 

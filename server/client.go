@@ -26,6 +26,7 @@ const (
 
 // resetOut empties c.out after it was written.
 func (c *Client) resetOut() {
+	c.obufSoftSince = 0 // all written: no longer over the soft output limit
 	if n := cap(c.out); n > keepOutBytes && (n > reuseOutBytes || len(c.out) < n/4) {
 		c.out = nil
 	} else {
@@ -74,6 +75,8 @@ type Client struct {
 	laddr    string
 	isUnix   bool
 
+	reply replyState // CLIENT REPLY ON|OFF|SKIP (cmd_client_reply.go)
+
 	lower  [32]byte // scratch for lower-casing command names
 	numBuf [24]byte // scratch for formatting a number (a stack buffer would escape)
 
@@ -107,6 +110,12 @@ type Client struct {
 	// noBlock makes blocking commands answer at once as if timed out (set
 	// while running EXEC or a script, as Redis does).
 	noBlock bool
+	// obufSoftSince is when the pending output first passed the soft
+	// output buffer limit (unix ns; 0: under it). See outlimit.go.
+	obufSoftSince int64
+	// waitedNs is how long the running command waited holding no shard
+	// (blockOn), which the watchdog does not count.
+	waitedNs int64
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -245,6 +254,9 @@ func (c *Client) processInput() error {
 			return nil
 		}
 		c.r += n
+		if c.outputLimitReached() {
+			return nil
+		}
 	}
 	return nil
 }
@@ -252,6 +264,10 @@ func (c *Client) processInput() error {
 // execute runs one command, recovering from a panic inside it so that one
 // bad command never takes the server down.
 func (c *Client) execute(args [][]byte) {
+	if c.reply.mode != replyOn || c.reply.changed {
+		mark, mode := c.reply.begin(c)
+		defer c.reply.after(c, mark, mode)
+	}
 	name := c.lowerName(args[0])
 	cmd := c.srv.cmds[name]
 	if cmd == nil {
@@ -271,6 +287,9 @@ func (c *Client) execute(args [][]byte) {
 	if !cmd.arityOK(args) {
 		c.err("ERR wrong number of arguments for '" + cmd.name + "' command")
 		c.txFlag()
+		return
+	}
+	if c.debugDenied(cmd) {
 		return
 	}
 	if !c.authed && !cmd.noAuth {
@@ -313,7 +332,9 @@ func (c *Client) execute(args [][]byte) {
 		}
 	}()
 	c.propagate = args
+	start := c.watchStart()
 	cmd.fn(c, args)
+	c.watchEnd(cmd, args, start)
 	c.propagate, c.propagateMany = nil, nil
 }
 

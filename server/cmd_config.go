@@ -169,6 +169,9 @@ func configParams() map[string]configParam {
 		"timeout": {get: func(s *Server) string { return "0" }},
 	}
 	limitParams(m)
+	protectedParams(m)
+	maxClientsParam(m)
+	watchdogParam(m)
 	return m
 }
 
@@ -194,6 +197,8 @@ func limitParams(m map[string]configParam) {
 		{[]string{"list-max-listpack-size", "list-max-ziplist-size"}, func(l *types.Limits) *int { return &l.ListMaxListpackSize }, false, math.MinInt32, math.MaxInt32},
 		{[]string{"stream-node-max-bytes"}, func(l *types.Limits) *int { return &l.StreamNodeMaxBytes }, true, 0, math.MaxInt64},
 		{[]string{"stream-node-max-entries"}, func(l *types.Limits) *int { return &l.StreamNodeMaxEntries }, false, 0, math.MaxInt64},
+		{[]string{"hll-sparse-max-bytes"}, func(l *types.Limits) *int { return &l.HLLSparseMaxBytes }, true, 0, math.MaxInt64},
+		{[]string{"list-compress-depth"}, func(l *types.Limits) *int { return &l.ListCompressDepth }, false, 0, math.MaxInt32},
 	} {
 		p := p
 		param := configParam{
@@ -278,6 +283,10 @@ func cmdConfig(c *Client, args [][]byte) {
 			p, ok := params[name]
 			if !ok || p.set == nil {
 				c.err("ERR Unknown option or number of arguments for CONFIG SET - '" + sanitize(args[i], 128) + "'")
+				return
+			}
+			if why := c.configSetDenied(name); why != "" {
+				c.err("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + why)
 				return
 			}
 		}

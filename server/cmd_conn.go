@@ -23,6 +23,7 @@ func registerConnection(reg registrar) {
 	reg("client|unblock", -3, "admin|noscript|loading|stale", 0, 0, 0, "connection", cmdClient)
 	reg("client|no-evict", 3, "admin|noscript|loading|stale", 0, 0, 0, "connection", cmdClient)
 	reg("client|help", 2, "loading|stale", 0, 0, 0, "connection", cmdClient)
+	reg("client|reply", 3, "noscript|loading|stale", 0, 0, 0, "connection", cmdClient)
 	reg("reset", 1, "no_auth|fast|x-tx-control|x-pubsub-context", 0, 0, 0, "connection", cmdReset)
 }
 
@@ -165,9 +166,8 @@ func validClientName(b []byte) bool {
 }
 
 func cmdSelect(c *Client, args [][]byte) {
-	n, ok := parseInt(args[1])
+	n, ok := parseInt32Arg(c, args[1])
 	if !ok {
-		c.errNotInteger()
 		return
 	}
 	if n < 0 || n >= int64(c.srv.store.DBNum()) {
@@ -233,6 +233,8 @@ func cmdClient(c *Client, args [][]byte) {
 		c.clientKill(args[2:])
 	case "unblock":
 		c.clientUnblock(args)
+	case "reply":
+		c.clientReply(args)
 	case "setinfo", "no-evict", "no-touch":
 		c.ok()
 	case "help":

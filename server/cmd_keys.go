@@ -193,8 +193,11 @@ func cmdCopy(c *Client, args [][]byte) {
 }
 
 func cmdMove(c *Client, args [][]byte) {
-	n, ok := parseInt(args[2])
-	if !ok || n < 0 || n >= int64(c.srv.store.DBNum()) {
+	n, ok := parseInt32Arg(c, args[2])
+	if !ok {
+		return
+	}
+	if n < 0 || n >= int64(c.srv.store.DBNum()) {
 		c.err("ERR DB index is out of range")
 		return
 	}

@@ -419,11 +419,14 @@ func (c *Client) lmoveLocked(src, dst []byte, from, to, first bool) bool {
 	dsh, dh := c.srv.store.ShardOf(dst)
 	de, dfound, dwrong := c.peekType(dst, shard.TypeList)
 	if dwrong {
-		if first {
-			c.errWrongType()
-			return true
+		// Also when woken while blocked (Redis does the same): the client
+		// gets WRONGTYPE, the element stays, and the next client blocked on
+		// src is served.
+		c.errWrongType()
+		if !first {
+			c.srv.signalReady(c.db, src)
 		}
-		return false
+		return true
 	}
 	v := c.popFrom(&e, ssh, src, from, 1)[0]
 	if string(src) == string(dst) {

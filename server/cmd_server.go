@@ -385,7 +385,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		n := len(s.clients)
 		s.clientsMu.Unlock()
 		field("connected_clients", n)
-		field("maxclients", 10000)
+		field("maxclients", s.limitsConn.max.Load())
 		field("blocked_clients", s.blockedClients())
 	}
 	if want("memory") {
@@ -415,6 +415,8 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		field("total_connections_received", s.stats.connections.Load())
 		field("total_commands_processed", s.stats.commands.Load())
 		field("rejected_connections", s.stats.rejected.Load())
+		field("client_output_buffer_limit_disconnections", s.stats.outputLimitDisconnects.Load()) // Redis 7.2's name
+		s.watchdogInfo(field)
 		var expired int64
 		for _, sh := range s.store.Shards() {
 			c.lockShard(sh)

@@ -334,6 +334,13 @@ func cmdAppend(c *Client, args [][]byte) {
 		c.err("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
 		return
 	}
+	if g, ok := sh.DB(c.db).GrowString(&e, len(e.Str())+len(args[2])); ok {
+		// A big string grows in place (amortised, like Redis's sds).
+		p := g.Str()
+		copy(p[len(p)-len(args[2]):], args[2])
+		c.int(int64(len(p)))
+		return
+	}
 	val := make([]byte, 0, len(e.Str())+len(args[2]))
 	val = append(append(val, e.Str()...), args[2]...)
 	sh.DB(c.db).Put(h, args[1], shard.Value{Type: shard.TypeString, Str: val, ExpireAt: e.ExpireAt()})
@@ -429,11 +436,24 @@ func cmdSetRange(c *Client, args [][]byte) {
 		c.int(int64(len(cur)))
 		return
 	}
-	if off+int64(len(val)) > maxStringBytes {
+	if off > maxStringBytes-int64(len(val)) { // not off+len: that overflows for huge offsets
 		c.err("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
 		return
 	}
 	size := max(int64(len(cur)), off+int64(len(val)))
+	if found {
+		if g, ok := sh.DB(c.db).GrowString(&e, int(size)); ok {
+			copy(g.Str()[off:], val)
+			c.int(size)
+			return
+		}
+		if size == int64(len(cur)) {
+			sh.DB(c.db).Modify(&e)
+			copy(cur[off:], val)
+			c.int(size)
+			return
+		}
+	}
 	buf := make([]byte, size)
 	copy(buf, cur)
 	copy(buf[off:], val)

@@ -75,6 +75,11 @@ func buildCommandTable() *cmdTable {
 	registerSets(reg)
 	registerZSets(reg)
 	registerStreams(reg)
+	registerBitmaps(reg)
+	registerHyperLogLog(reg)
+	registerGeo(reg)
+	registerSort(reg)
+	registerLCS(reg)
 	t.addDocs()
 	return t
 }

@@ -241,7 +241,7 @@ func (p *evictPool) reset() {
 func (c *Client) admitCommand(cmd *command, args [][]byte) bool {
 	s := c.srv
 	if evictionPolicy(s.evict.policy.Load()) == noEviction {
-		return s.usedMem.Load() <= s.cfg.maxMemory.Load()
+		return s.usedMem.Load() <= s.cfg.maxMemory.Load() || c.reclaimAndAdmit()
 	}
 	var set shard.Set
 	c.sess.keyMem = cmd.appendKeys(c.sess.keyMem[:0], args)

@@ -30,6 +30,8 @@ func startServer(t testing.TB, mutate ...func(*Config)) *Server {
 func startServerPrepared(t testing.TB, prepare func(*Server), mutate ...func(*Config)) *Server {
 	t.Helper()
 	cfg := Config{Port: 0, Bind: "127.0.0.1", Shards: 4, DBNum: 16, Dir: t.TempDir(), DBFilename: "dump.rdb",
+		// Tests use DEBUG and CONFIG SET dir; admission_test.go checks the defaults.
+		EnableDebugCommand: ProtectedLocal, EnableProtectedConfigs: ProtectedLocal,
 		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
 		GoroutinePerConn: os.Getenv("DAMSELFLY_GOROUTINE_PER_CONN") == "1"}
 	if testing.Verbose() {
@@ -151,7 +153,8 @@ func TestScripts(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			s := startServer(t)
+			// Redis's defaults, so replies compare with redis-server's.
+			s := startServer(t, func(c *Config) { c.EnableDebugCommand, c.EnableProtectedConfigs = "", "" })
 			runScript(t, f, s.Addr())
 		})
 	}

@@ -22,10 +22,13 @@ type protocolError string
 func (e protocolError) Error() string { return "Protocol error: " + string(e) }
 
 var (
-	errTooBigMbulk    = protocolError("too big mbulk count string")
-	errMbulkLen       = protocolError("invalid multibulk length")
-	errTooBigBulk     = protocolError("too big bulk count string")
-	errBulkLen        = protocolError("invalid bulk length")
+	errTooBigMbulk = protocolError("too big mbulk count string")
+	errMbulkLen    = protocolError("invalid multibulk length")
+	errTooBigBulk  = protocolError("too big bulk count string")
+	errBulkLen     = protocolError("invalid bulk length")
+	// Before AUTH (when a password is set) Redis names the limit it applied.
+	errUnauthMbulkLen = protocolError("unauthenticated multibulk length")
+	errUnauthBulkLen  = protocolError("unauthenticated bulk length")
 	errTooBigInline   = protocolError("too big inline request")
 	errUnbalanced     = protocolError("unbalanced quotes in request")
 	errNeedMore       = errors.New("need more data")
@@ -87,8 +90,11 @@ func (p *parser) next(buf []byte) ([][]byte, int, error) {
 			line = line[:len(line)-1]
 		}
 		n, ok := parseInt(line)
-		if !ok || n > maxMultibulk || (!p.authed && n > unauthMaxMultibulk) {
+		if !ok || n > maxMultibulk {
 			return nil, 0, errMbulkLen
+		}
+		if !p.authed && n > unauthMaxMultibulk {
+			return nil, 0, errUnauthMbulkLen
 		}
 		if n <= 0 {
 			return nil, nl + 1, errEmptyMultibulk
@@ -117,8 +123,11 @@ func (p *parser) next(buf []byte) ([][]byte, int, error) {
 				line = line[:len(line)-1]
 			}
 			n, ok := parseInt(line)
-			if !ok || n < 0 || n > int64(p.maxBulk) || (!p.authed && n > unauthMaxBulk) {
+			if !ok || n < 0 || n > int64(p.maxBulk) {
 				return nil, 0, errBulkLen
+			}
+			if !p.authed && n > unauthMaxBulk {
+				return nil, 0, errUnauthBulkLen
 			}
 			p.bulk = int(n)
 			p.pos += nl + 1

@@ -72,6 +72,13 @@ type Config struct {
 	// GoroutinePerConn serves every connection on its own goroutine instead
 	// of the epoll event loops (the only mode off Linux).
 	GoroutinePerConn bool
+	// EnableProtectedConfigs and EnableDebugCommand are Redis 7's
+	// enable-protected-configs / enable-debug-command: "no" (also ""),
+	// "yes" or "local" (protected.go).
+	EnableProtectedConfigs string
+	EnableDebugCommand     string
+	// MaxClients bounds connections over all ports (maxclients; 0: 10000).
+	MaxClients int
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -100,6 +107,9 @@ type stats struct {
 	rejected    atomic.Int64
 	keyHits     atomic.Int64
 	keyMisses   atomic.Int64
+	// outputLimitDisconnects counts clients closed for their output
+	// buffer limit (outlimit.go).
+	outputLimitDisconnects atomic.Int64
 }
 
 // Server is a running Damselfly instance.
@@ -156,6 +166,12 @@ type Server struct {
 	// blocking is the registry of clients waiting in BLPOP and friends.
 	blocking blockRegistry
 
+	// enableProtectedConfigs and enableDebug are fixed at New (protected.go).
+	enableProtectedConfigs, enableDebug string
+	limitsConn                          connLimits // maxclients (maxclients.go)
+	wd                                  watchdog   // slow shard holders (watchdog.go)
+	reclaim                             reclaimer  // GC before refusing a write (memreclaim.go)
+
 	shutdownOnce sync.Once
 	done         chan struct{}
 	wg           sync.WaitGroup
@@ -202,6 +218,10 @@ func New(cfg Config) *Server {
 	s.blocking.init()
 	s.cmds = commandTable()
 	s.configParams = configParams()
+	s.enableProtectedConfigs = normProtected(cfg.EnableProtectedConfigs)
+	s.enableDebug = normProtected(cfg.EnableDebugCommand)
+	s.limitsConn.init(cfg.MaxClients)
+	s.wd.thresholdMs.Store(defaultWatchdogMs)
 	s.initReplication(cfg)
 	s.journal = s.repl.Append
 	return s
@@ -246,7 +266,8 @@ func (s *Server) Start(cfg Config) error {
 		}
 		s.mc = memcache.New(s.store, memcache.Config{MaxItemSize: cfg.MaxItemSize, Logger: s.log,
 			Journal: s.commitMemcached, Loops: s.loops, Admit: s.admitWrite,
-			MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load})
+			MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load,
+			Accept: s.admitMemcached})
 		mln, err := s.mc.Listen(net.JoinHostPort(cfg.Bind, strconv.Itoa(port)))
 		if err != nil {
 			for _, l := range s.listeners {
@@ -309,6 +330,11 @@ func (s *Server) acceptLoop(l net.Listener) {
 				nc.Close()
 				continue
 			}
+		}
+		if !s.admitConn() {
+			_, _ = nc.Write([]byte(maxClientsReply))
+			nc.Close()
+			continue
 		}
 		s.stats.connections.Add(1)
 		c := s.newClient(nc)

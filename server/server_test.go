@@ -93,7 +93,7 @@ func TestRequirePass(t *testing.T) {
 	}
 	// Unauthenticated clients may not send large requests.
 	r.send("*11\r\n")
-	if got := r.reply(); got[0] != "-ERR Protocol error: invalid multibulk length" {
+	if got := r.reply(); got[0] != "-ERR Protocol error: unauthenticated multibulk length" {
 		t.Fatalf("big multibulk before AUTH: %q", got)
 	}
 	r = dialRaw(t, s)

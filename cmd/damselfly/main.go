@@ -58,6 +58,9 @@ type cli struct {
 	GoroutinePerConn bool             `name:"goroutine-per-conn" help:"Serve each connection on its own goroutine instead of the epoll event loops (always so off Linux)." env:"DAMSELFLY_GOROUTINE_PER_CONN"`
 	Loglevel         string           `help:"debug, verbose, notice or warning." default:"notice" enum:"debug,verbose,notice,warning" env:"DAMSELFLY_LOGLEVEL"`
 	Version          kong.VersionFlag `help:"Print the version and exit."`
+	Maxclients       int              `help:"Most connections open at once, over all ports; more get -ERR max number of clients reached." default:"10000" env:"DAMSELFLY_MAXCLIENTS"`
+	EnableDebug      string           `name:"enable-debug-command" help:"Allow DEBUG: no, yes, or local (loopback and Unix socket clients only)." default:"no" enum:"no,yes,local" env:"DAMSELFLY_ENABLE_DEBUG_COMMAND"`
+	EnableProtected  string           `name:"enable-protected-configs" help:"Allow CONFIG SET dir/dbfilename: no, yes, or local (loopback and Unix socket clients only)." default:"no" enum:"no,yes,local" env:"DAMSELFLY_ENABLE_PROTECTED_CONFIGS"`
 	Healthcheck      bool             `help:"Send PING to the server on 127.0.0.1:--port and exit 0 on PONG (for container health checks)."`
 }
 
@@ -102,6 +105,7 @@ func main() {
 		MemcachedPort: c.MemcachedPort, MaxItemSize: int(c.MaxItemSize),
 		ReplicaOf: c.Replicaof, MasterAuth: c.Masterauth, ReplBacklogSize: int64(c.ReplBacklog),
 		GoroutinePerConn: c.GoroutinePerConn,
+		MaxClients:       c.Maxclients, EnableDebugCommand: c.EnableDebug, EnableProtectedConfigs: c.EnableProtected,
 	}
 	srv := server.New(cfg)
 	// A dump that exists but cannot be read stops us here: starting empty
@@ -174,6 +178,9 @@ func validate(c *cli) error {
 	}
 	if c.MaxItemSize < 1024 || c.MaxItemSize > 1<<30 {
 		return fmt.Errorf("--max-item-size %d: must be 1kb..1gb", c.MaxItemSize)
+	}
+	if c.Maxclients < 1 {
+		return fmt.Errorf("--maxclients %d: must be at least 1", c.Maxclients)
 	}
 	if c.Dbnum < 1 {
 		return fmt.Errorf("--dbnum %d: must be at least 1", c.Dbnum)

@@ -48,7 +48,7 @@ type proc struct {
 func start(t *testing.T, bin, dir string, extra ...string) *proc {
 	t.Helper()
 	port := freePort(t)
-	args := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--dir", dir}, extra...)
+	args := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--dir", dir, "--enable-debug-command", "local"}, extra...)
 	cmd := exec.Command(bin, args...)
 	var log bytes.Buffer
 	cmd.Stderr = &log

@@ -36,6 +36,12 @@ type Limits struct {
 	// and stream-node-max-entries (0 = no limit, like Redis).
 	StreamNodeMaxBytes   int
 	StreamNodeMaxEntries int
+	// HLLSparseMaxBytes is hll-sparse-max-bytes: a sparse HyperLogLog that
+	// would grow past it turns dense.
+	HLLSparseMaxBytes int
+	// ListCompressDepth is list-compress-depth: accepted and reported, but
+	// list nodes are not compressed.
+	ListCompressDepth int
 }
 
 // DefaultLimits are the defaults of redis-server 7.0 (checked with CONFIG GET
@@ -54,6 +60,7 @@ var DefaultLimits = Limits{
 	ListMaxListpackSize:    -2,
 	StreamNodeMaxBytes:     4096,
 	StreamNodeMaxEntries:   100,
+	HLLSparseMaxBytes:      3000,
 }
 
 func lim(l *Limits) *Limits {
