@@ -437,7 +437,7 @@ func TestDockerImage(t *testing.T) {
 
 	t.Run("docker stop saves 1M keys; restart", func(t *testing.T) {
 		vol := volume(t)
-		c := run(t, []string{"-v", vol + ":/data"})
+		c := run(t, []string{"-v", vol + ":/data", "-e", "DAMSELFLY_ENABLE_DEBUG_COMMAND=yes"})
 		rdb := c.client("")
 		if err := rdb.Do(ctx, "DEBUG", "POPULATE", 1_000_000).Err(); err != nil {
 			t.Fatal(err)
@@ -459,7 +459,7 @@ func TestDockerImage(t *testing.T) {
 	t.Run("long load stays starting or healthy", func(t *testing.T) {
 		const keys = 5_000_000
 		vol := volume(t)
-		c := run(t, []string{"-v", vol + ":/data"}, "--save", "")
+		c := run(t, []string{"-v", vol + ":/data", "-e", "DAMSELFLY_ENABLE_DEBUG_COMMAND=yes"}, "--save", "")
 		rdb := c.client("")
 		if err := rdb.Do(ctx, "DEBUG", "POPULATE", keys).Err(); err != nil {
 			t.Fatal(err)

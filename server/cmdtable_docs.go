@@ -14,6 +14,11 @@ func (t *cmdTable) addDocs() {
 // command or subcommand, in Damselfly's words. An entry without one shows
 // "NAME (group)" in COMMAND DOCS.
 var cmdSummaries = map[string]string{
+	"waitaof":              "Wait until the preceding writes are fsynced to the local append-only file and by replicas",
+	"fcall":                "Call a function of a loaded library",
+	"fcall_ro":             "Call a read-only function of a loaded library",
+	"function":             "A container for the FUNCTION library commands",
+	"bgrewriteaof":         "Rewrite the append-only file in the background, from a forkless snapshot",
 	"setbit":               "Set or clear one bit of a string and return its old value",
 	"getbit":               "Return the bit at an offset of a string",
 	"bitcount":             "Count the set bits of a string, optionally within a byte or bit range",

@@ -36,7 +36,8 @@ func TestScriptsOverUnixSocket(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			_, path := startUnixServer(t)
+			// Redis's defaults, so replies compare with redis-server's.
+			_, path := startUnixServer(t, func(c *Config) { c.EnableDebugCommand, c.EnableProtectedConfigs = "", "" })
 			runScript(t, f, path)
 		})
 	}
