@@ -56,10 +56,11 @@ func TestEvictionLRU(t *testing.T) {
 	c.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru")
 	c.ConfigSet(ctx, "maxmemory", strconv.FormatInt(limit, 10))
 	val := strings.Repeat("n", 100)
-	// 250000 new keys need about as many evictions: fewer than the 400000
-	// keys not read since before the sleep, so no recently read key is the
-	// least recently used one.
-	for i := 0; i < 250000; i += 1000 {
+	// 200000 new keys need about as many evictions: half the 400000 keys
+	// not read since before the sleep, so no recently read key is the least
+	// recently used one (the margin covers over-eviction while the Go heap
+	// holds the flood's garbage on a busy machine).
+	for i := 0; i < 200000; i += 1000 {
 		p := c.Pipeline()
 		for j := i; j < i+1000; j++ {
 			p.Set(ctx, fmt.Sprintf("new:%d", j), val, 0)
@@ -69,8 +70,8 @@ func TestEvictionLRU(t *testing.T) {
 		}
 	}
 	evicted := infoField(t, c, "stats", "evicted_keys")
-	if evicted < 100000 {
-		t.Fatalf("evicted_keys %d after writing 250000 keys past the limit", evicted)
+	if evicted < 80000 {
+		t.Fatalf("evicted_keys %d after writing 200000 keys past the limit", evicted)
 	}
 	lost := 0
 	for i := range hot {
