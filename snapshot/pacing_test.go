@@ -49,12 +49,15 @@ func TestAdaptivePacing(t *testing.T) {
 
 	// Without Busy, writes during the save make it pause. The writers
 	// touch keys that did not exist at the cut, so the dump stays the same.
+	// They start only after the cut, so none of their keys is in the dump.
 	var stop atomic.Bool
 	var wg sync.WaitGroup
+	cut := make(chan struct{})
 	for w := range 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			<-cut
 			for n := 0; !stop.Load(); n++ {
 				k := []byte(fmt.Sprint("new", w, "-", n%1000))
 				sh, h := st.ShardOf(k)
@@ -64,7 +67,7 @@ func TestAdaptivePacing(t *testing.T) {
 			}
 		}()
 	}
-	data, stats = save(t, st, Options{Pace: 4})
+	data, stats = save(t, st, Options{Pace: 4, OnCut: func() { close(cut) }})
 	stop.Store(true)
 	wg.Wait()
 	check("no Busy, writes", data, stats)
