@@ -26,6 +26,7 @@ func blockedWrongTypeScenario(t *testing.T, addr string) {
 			ctl.reply()
 			a := dialAddr(t, addr)
 			a.do(tc.block...)
+			waitBlockedRaw(t, ctl, 1) // A first in line, whatever the scheduling
 			b := dialAddr(t, addr)
 			b.do("BLPOP", "blist", "0") // second in line
 			waitBlockedRaw(t, ctl, 2)
