@@ -201,7 +201,9 @@ func (c *Client) coord(f float64) {
 	c.bulk(appendCoord(tmp[:0], f))
 }
 
-func cmdGeoHash(c *Client, args [][]byte) {
+// geoMembers answers GEOHASH and GEOPOS: one reply per member argument,
+// missing (a member or the whole key absent) or found with its score.
+func geoMembers(c *Client, args [][]byte, missing func(), found func(score float64)) {
 	sh, _ := c.lockKey(args[1])
 	defer c.unlockKey(sh)
 	z, bad := geoZSet(c, args[1])
@@ -216,36 +218,24 @@ func cmdGeoHash(c *Client, args [][]byte) {
 			s, ok = z.Score(m)
 		}
 		if !ok {
-			c.null()
+			missing()
 			continue
 		}
-		c.bulkString(geohash.String(s))
+		found(s)
 	}
 }
 
+func cmdGeoHash(c *Client, args [][]byte) {
+	geoMembers(c, args, c.null, func(s float64) { c.bulkString(geohash.String(s)) })
+}
+
 func cmdGeoPos(c *Client, args [][]byte) {
-	sh, _ := c.lockKey(args[1])
-	defer c.unlockKey(sh)
-	z, bad := geoZSet(c, args[1])
-	if bad {
-		return
-	}
-	c.array(len(args) - 2)
-	for _, m := range args[2:] {
-		var s float64
-		ok := false
-		if z != nil {
-			s, ok = z.Score(m)
-		}
-		if !ok {
-			c.nullArray()
-			continue
-		}
+	geoMembers(c, args, c.nullArray, func(s float64) {
 		lon, lat := geohash.Decode(s)
 		c.array(2)
 		c.coord(lon)
 		c.coord(lat)
-	}
+	})
 }
 
 // geoPoint is one search result.
