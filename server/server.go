@@ -263,6 +263,7 @@ func (s *Server) Start(cfg Config) error {
 	if err := s.startAOF(); err != nil {
 		return err
 	}
+	s.fitMaxClientsToFDs() // maxclients.go
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)))
 	if err != nil {
 		return err
