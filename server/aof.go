@@ -254,7 +254,7 @@ func (s *Server) loadAOF() (ok bool, err error) {
 	start := time.Now()
 	stats, ok, err := aof.Load(dir, st.dirname, st.filename, aof.Loader{
 		LoadRDB: func(r io.Reader, name string) (int64, error) {
-			ls, err := snapshot.Load(s.store, r, name)
+			ls, err := snapshot.LoadWith(s.store, r, name, snapshot.LoadOptions{Limits: s.limits.Load()})
 			s.persist.loadedKeys.Add(ls.Keys)
 			return ls.Bytes, err
 		},

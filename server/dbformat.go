@@ -66,9 +66,9 @@ func (s *Server) loadDumpFile(f *os.File, path string) (snapshot.Stats, error) {
 			s.persist.loadTotal.Store(total)
 		}
 		s.log.Info("the dump is a native snapshot", "file", path)
-		return snapshot.LoadNative(s.store, path, snapshot.LoadOptions{Read: &s.persist.loadRead})
+		return snapshot.LoadNative(s.store, path, snapshot.LoadOptions{Read: &s.persist.loadRead, Limits: s.limits.Load()})
 	}
-	lo := snapshot.LoadOptions{Read: &s.persist.loadRead}
+	lo := snapshot.LoadOptions{Read: &s.persist.loadRead, Limits: s.limits.Load()}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		// Not seekable (a pipe): put the bytes read back in front.
 		s.persist.loadRead.Add(int64(n))

@@ -405,7 +405,7 @@ func LoadNative(st *shard.Store, path string, lo LoadOptions) (Stats, error) {
 		return Stats{}, err
 	}
 	dir := filepath.Dir(path)
-	l := newLoader(st)
+	l := newLoader(st, lo.Limits)
 	// Pre-size from the summary's counts, bounded by what the files on
 	// disk could hold (a key takes at least 3 bytes of RDB, compressed at
 	// most ~8x), so a bad summary cannot make us reserve without bound.
