@@ -45,11 +45,12 @@ func (s *Server) initDBFormat(cfg Config) {
 
 // saveNative writes a native snapshot whose summary is path (its own
 // files, fsyncs and atomic rename: see snapshot.SaveNative).
-func (s *Server) saveNative(ctx context.Context, path string, prog *snapshot.Progress, pace int, onCut func()) (snapshot.Stats, error) {
+func (s *Server) saveNative(ctx context.Context, path string, prog *snapshot.Progress, pace int, onCut func(), cut *cutInCommand) (snapshot.Stats, error) {
 	f := s.persist.format
 	return snapshot.SaveNative(ctx, s.store, path, snapshot.NativeOptions{
-		Options: snapshot.Options{OnCut: onCut, Progress: prog, Pace: pace, Busy: s.snapshotBusy()},
-		Codec:   f.codec, Level: f.level,
+		Options: snapshot.Options{OnCut: onCut, Progress: prog, Pace: pace, Busy: s.snapshotBusy(), KeyDelay: s.keySaveDelay,
+			RunCut: cut.runner(), SlotHeld: cut != nil},
+		Codec: f.codec, Level: f.level,
 	})
 }
 

@@ -11,7 +11,7 @@ import (
 // replSnapshot streams a forkless point-in-time RDB to a replica.
 func (s *Server) replSnapshot(ctx context.Context, w io.Writer, onCut func()) (int64, error) {
 	st, err := snapshot.Write(ctx, s.store, w, snapshot.Options{OnCut: onCut, Compress: s.cfg.rdbCompression.Load(), Pace: backgroundPace, Busy: s.snapshotBusy(),
-		Functions: s.functionCodes})
+		Functions: s.functionCodes, KeyDelay: s.keySaveDelay})
 	return st.Keys, err
 }
 

@@ -182,9 +182,10 @@ type Server struct {
 
 	// enableProtectedConfigs and enableDebug are fixed at New (protected.go).
 	enableProtectedConfigs, enableDebug string
-	limitsConn                          connLimits // maxclients (maxclients.go)
-	wd                                  watchdog   // slow shard holders (watchdog.go)
-	reclaim                             reclaimer  // GC before refusing a write (memreclaim.go)
+	limitsConn                          connLimits   // maxclients (maxclients.go)
+	wd                                  watchdog     // slow shard holders (watchdog.go)
+	keySaveDelayUs                      atomic.Int64 // rdb-key-save-delay (keysavedelay.go)
+	reclaim                             reclaimer    // GC before refusing a write (memreclaim.go)
 	// unixPath and unixPerm are the Unix socket's configuration (CONFIG GET).
 	unixPath string
 	unixPerm os.FileMode
