@@ -108,6 +108,9 @@ type Stats struct {
 	Paused time.Duration
 	// Functions are the FUNCTION libraries a Load read (their codes).
 	Functions []string
+	// Warnings are what a Load skipped or changed (module data, hash
+	// field TTLs), one line each, for the log.
+	Warnings []string
 }
 
 const (
