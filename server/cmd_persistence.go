@@ -147,11 +147,12 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 			return snapshot.Stats{}, err
 		}
 		st, err := snapshot.Write(ctx, s.store, f, snapshot.Options{
-			OnCut:    func() { dirtyAtCut = s.dirty.Load() },
-			Progress: prog,
-			Compress: s.cfg.rdbCompression.Load(),
-			Pace:     pace,
-			Busy:     s.snapshotBusy(),
+			MaxExtraMemory: s.persist.format.maxExtra,
+			OnCut:          func() { dirtyAtCut = s.dirty.Load() },
+			Progress:       prog,
+			Compress:       s.cfg.rdbCompression.Load(),
+			Pace:           pace,
+			Busy:           s.snapshotBusy(),
 			// FUNCTION libraries, as Redis stores them (function.go).
 			Functions: s.functionCodes,
 		})

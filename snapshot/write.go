@@ -90,6 +90,10 @@ type Options struct {
 	// a paced serializer pauses only then. Without Busy it pauses after
 	// any batch during which writes reached its shard.
 	Busy func() bool
+	// MaxExtraMemory bounds the encoded bytes a save holds in flight
+	// (budget.go; 0 = DefaultMaxExtraMemory): past it, serializers and the
+	// writes that reach keys not yet saved wait for the output.
+	MaxExtraMemory int64
 }
 
 // Progress is a running Write's progress.
@@ -106,6 +110,10 @@ type Stats struct {
 	// Paused is the time a paced Write's serializers spent pausing for
 	// clients (summed over shards).
 	Paused time.Duration
+	// InFlightPeak is the most encoded bytes a Write held between its
+	// serializers and writers at once (bounded by MaxExtraMemory, or one
+	// record when a single record is larger).
+	InFlightPeak int64
 	// Functions are the FUNCTION libraries a Load read (their codes).
 	Functions []string
 	// Warnings are what a Load skipped or changed (module data, hash
@@ -147,6 +155,8 @@ type run struct {
 	// perShard gives every serializer a queue of its own (native format:
 	// one output per shard) instead of the shared queue.
 	perShard bool
+	// mem bounds the bytes of the chunks sent and not yet written.
+	mem *budget
 }
 
 func (r *run) fail(err error) {
@@ -166,12 +176,23 @@ func (r *run) failed() error {
 
 // send queues c for the output unless the run was aborted.
 func (s *serializer) send(c chunk) bool {
+	if !s.r.mem.acquire(int64(len(c.data)), s.r.abort) {
+		return false
+	}
 	select {
 	case s.queue <- c:
 		return true
 	case <-s.r.abort:
+		s.r.mem.release(int64(len(c.data)))
 		return false
 	}
+}
+
+// written is called by a writer for each chunk it took off a queue
+// (written or not): it recycles the buffer and frees its budget.
+func (r *run) written(c chunk) {
+	r.mem.release(int64(len(c.data)))
+	r.putBuf(c.data)
 }
 
 // Write streams a consistent RDB of every database of st, as of one
@@ -195,7 +216,7 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 		return Stats{}, err
 	}
 	r := &run{version: out.Version(), queue: make(chan chunk, queueLen), abort: make(chan struct{}), free: make(chan []byte, queueLen), keys: &prog.Keys,
-		limits: rdb.Limits{NoCompression: !opt.Compress}, pace: opt.Pace, busy: opt.Busy}
+		limits: rdb.Limits{NoCompression: !opt.Compress}, pace: opt.Pace, busy: opt.Busy, mem: newBudget(opt.MaxExtraMemory)}
 	sers, keys, expires, mem, functions := r.cut(st, opt, prog)
 
 	var wg sync.WaitGroup
@@ -234,6 +255,7 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 			break
 		}
 		if r.failed() != nil {
+			r.written(c)
 			continue // drain until every serializer has stopped
 		}
 		if c.db != cur {
@@ -243,7 +265,7 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 		if err := out.Raw(c.data); err != nil {
 			r.fail(err)
 		}
-		r.putBuf(c.data)
+		r.written(c)
 	}
 	if err := r.failed(); err != nil {
 		return Stats{}, err
@@ -251,7 +273,8 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 	if err := out.Close(); err != nil {
 		return Stats{}, err
 	}
-	return Stats{Keys: r.keys.Load(), Bytes: cw.n.Load(), Duration: time.Since(start), Paused: time.Duration(r.paused.Load())}, nil
+	return Stats{Keys: r.keys.Load(), Bytes: cw.n.Load(), Duration: time.Since(start), Paused: time.Duration(r.paused.Load()),
+		InFlightPeak: r.mem.maxUsed()}, nil
 }
 
 // cut starts the snapshot of every shard at one instant (all shards
@@ -392,6 +415,13 @@ func (s *serializer) Entry(db int, e *shard.Entry) {
 		return
 	}
 	s.r.keys.Add(1)
+	if s.pending() >= chunkBytes {
+		// Hand the records over now, not at the end of the bucket or
+		// batch: with large values a batch would hold many of them. This
+		// may wait for the output's budget, shard locked (budget.go).
+		s.seal()
+		s.sendFull()
+	}
 }
 
 // AfterHook implements shard.SnapshotSink. Each write during the snapshot

@@ -91,6 +91,7 @@ cmds="$here/$name-all-types.commands"
 		printf 'HSET hfe:big'
 		for j in $(seq 1 200); do printf ' field-%d value-%d' "$j" "$j"; done
 		echo
+		echo "HSET hfe:big longfield $(printf 'y%.0s' $(seq 1 100))" # a hashtable: value > 64 B
 		echo "HPEXPIREAT hfe:big 4102444800600 FIELDS 3 field-1 field-2 field-3"
 		echo "HPEXPIREAT hfe:big 4102444800700 FIELDS 1 field-200"
 	esac
