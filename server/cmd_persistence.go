@@ -181,7 +181,8 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 	s.persist.lastErr.Store(false)
 	s.persist.saves.Add(1)
 	s.log.Info("DB saved on disk", "reason", reason, "file", path, "keys", stats.Keys, "bytes", stats.Bytes,
-		"seconds", round3(stats.Duration.Seconds()), "MB/s", mbps(stats.Bytes, stats.Duration))
+		"seconds", round3(stats.Duration.Seconds()), "MB/s", mbps(stats.Bytes, stats.Duration),
+		"in_flight_peak_MiB", round3(float64(stats.InFlightPeak)/(1<<20)))
 	return nil
 }
 
@@ -361,7 +362,8 @@ func (s *Server) loadFrom(f *os.File, path string) error {
 		s.log.Warn("loading the dump: " + w)
 	}
 	s.log.Info("DB loaded from disk", "file", path, "keys", stats.Keys, "bytes", stats.Bytes,
-		"seconds", round3(stats.Duration.Seconds()), "MB/s", mbps(stats.Bytes, stats.Duration))
+		"seconds", round3(stats.Duration.Seconds()), "MB/s", mbps(stats.Bytes, stats.Duration),
+		"in_flight_peak_MiB", round3(float64(stats.InFlightPeak)/(1<<20)))
 	return nil
 }
 

@@ -40,6 +40,7 @@ func main() {
 	clients := flag.Int("clients", 50, "writing connections")
 	before := flag.Duration("before", 3*time.Second, "load without a save before BGSAVE")
 	fill := flag.Bool("fill", true, "FLUSHALL and write every key first")
+	verbose := flag.Bool("v", false, "list the SETs slower than 500 ms")
 	flag.Parse()
 	ctx := context.Background()
 	rc := redis.NewClient(&redis.Options{Addr: *addr, PoolSize: *clients + 4, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
@@ -66,6 +67,9 @@ func main() {
 	var phase atomic.Int32 // 0 no save, 1 save, 2 stop
 	var mu sync.Mutex
 	lat := [2][]time.Duration{}
+	type slow struct{ at, d time.Duration }
+	var slowest []slow // > 500 ms, offset from the start of the load
+	start := time.Now()
 	var peak [2]atomic.Int64
 	var wg sync.WaitGroup
 	for c := 0; c < *clients; c++ {
@@ -85,7 +89,13 @@ func main() {
 				if err := rc.Set(ctx, k, v, 0).Err(); err != nil {
 					log.Fatal(err)
 				}
-				mine[ph] = append(mine[ph], time.Since(t))
+				d := time.Since(t)
+				mine[ph] = append(mine[ph], d)
+				if d > 500*time.Millisecond {
+					mu.Lock()
+					slowest = append(slowest, slow{t.Sub(start), d})
+					mu.Unlock()
+				}
 			}
 			mu.Lock()
 			lat[0] = append(lat[0], mine[0]...)
@@ -122,6 +132,7 @@ func main() {
 		}
 	}
 	saveDur := time.Since(t0)
+	saveEnd := time.Since(start)
 	phase.Store(2)
 	wg.Wait()
 	close(stopSampling)
@@ -131,6 +142,16 @@ func main() {
 		if s, ok := strings.CutPrefix(l, "rdb_last_bgsave_status:"); ok {
 			status = s
 		}
+	}
+	slices.SortFunc(slowest, func(a, b slow) int { return int(b.d - a.d) })
+	if len(slowest) > 0 && *verbose {
+		fmt.Printf("  BGSAVE at %v, done at %v; SETs over 500 ms (start, latency): ", t0.Sub(start).Round(time.Millisecond), saveEnd.Round(time.Millisecond))
+		for i, s := range slowest {
+			if i < 20 {
+				fmt.Printf("%v/%v ", s.at.Round(time.Millisecond), s.d.Round(time.Millisecond))
+			}
+		}
+		fmt.Println()
 	}
 	fmt.Printf("keys %d x %d B, %d clients | idle Pss %.1f MiB | save %.2f s (%s)\n", *keys, *size, *clients, mib(idle), saveDur.Seconds(), status)
 	for i, name := range []string{"no save", "during save"} {
