@@ -251,7 +251,7 @@ func TestLoadLivingDumps(t *testing.T) {
 	}{
 		{"redis-7.2", 11, "redis-ver", "7.2.6", 1},
 		{"redis-7.4", 12, "redis-ver", "7.4.1", 1},
-		{"redis-8.0", 12, "redis-ver", "7.9.0", 1}, // 8.0-m01 calls itself 7.9.0
+		{"redis-8.0", 12, "redis-ver", "7.9.224", 1}, // 8.0-m01 calls itself 7.9.224
 		{"valkey-8.0", 11, "valkey-ver", "8.0.1", 1},
 	} {
 		t.Run(d.name, func(t *testing.T) {
