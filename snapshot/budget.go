@@ -14,7 +14,9 @@ const DefaultMaxExtraMemory = 64 << 20
 // forkless save). The writers never take a shard lock, so this cannot
 // deadlock. One chunk is always let through when nothing is in flight, so
 // a single record larger than the budget (a 100 MB value) still goes out,
-// alone.
+// alone. The traversal waits, shard unlocked, until no more than half the
+// budget is in use before each lock hold, so writes that capture keys not
+// yet saved find the other half free and rarely wait.
 type budget struct {
 	limit int64
 	mu    sync.Mutex
@@ -50,6 +52,25 @@ func (b *budget) acquire(n int64, abort <-chan struct{}) bool {
 	}
 }
 
+// waitBelow waits until at most n bytes are in flight; false if abort
+// closed first.
+func (b *budget) waitBelow(n int64, abort <-chan struct{}) bool {
+	for {
+		b.mu.Lock()
+		if b.used <= n {
+			b.mu.Unlock()
+			return true
+		}
+		w := b.wake
+		b.mu.Unlock()
+		select {
+		case <-w:
+		case <-abort:
+			return false
+		}
+	}
+}
+
 // release returns n bytes reserved by acquire.
 func (b *budget) release(n int64) {
 	b.mu.Lock()
@@ -58,6 +79,10 @@ func (b *budget) release(n int64) {
 	b.wake = make(chan struct{})
 	b.mu.Unlock()
 }
+
+// chunks is the capacity of a chunk queue: the budget, not the queue,
+// bounds what is in flight, so a queue holds as many full chunks as fit.
+func (b *budget) chunks() int { return int(min(max(b.limit/chunkBytes, 8), 4096)) }
 
 // maxUsed is the most bytes that were in flight at once.
 func (b *budget) maxUsed() int64 {

@@ -58,8 +58,6 @@ const NativeFormatVersion = 1
 // maxSummary bounds the summary file a loader reads.
 const maxSummary = 16 << 20
 
-// perShardQueueLen is the chunks in flight per shard in a native save.
-const perShardQueueLen = 4
 
 // NativeOptions tune SaveNative.
 type NativeOptions struct {

@@ -26,11 +26,12 @@
 // the CRC64. Serializers visit the databases in order, so keys come grouped
 // by database; a chunk captured by a hook for another database only adds
 // one more SELECTDB, which Redis's loader and redis-check-rdb accept (RDB
-// allows any number of SELECTDB opcodes). Memory is bounded by the queue:
-// a hook whose shard buffer is full waits for room in the queue (the
-// writer itself never takes a shard lock, so this cannot deadlock), which
-// slows writers to the speed of the output instead of letting captured
-// data pile up.
+// allows any number of SELECTDB opcodes). Memory is bounded by bytes, not
+// chunks (Options.MaxExtraMemory, budget.go): the traversal waits, shard
+// unlocked, while more than half the budget is in flight, and a hook that
+// would exceed the whole budget waits for the output (the writer itself
+// never takes a shard lock, so this cannot deadlock), which slows writers
+// to the speed of the output instead of letting captured data pile up.
 //
 // Keys already expired at the cut are left out (a loader drops them anyway).
 //
@@ -123,7 +124,7 @@ type Stats struct {
 
 const (
 	chunkBytes = 128 << 10 // a serializer hands its buffer over past this size
-	queueLen   = 8         // chunks in flight between serializers and the writer
+	queueLen   = 8         // recycled chunk buffers kept by the writer
 	// lockBatches is how many traversal batches a serializer runs per
 	// lock hold.
 	lockBatches = 8
@@ -217,8 +218,9 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 	if err := out.Err(); err != nil {
 		return Stats{}, err
 	}
-	r := &run{version: out.Version(), queue: make(chan chunk, queueLen), abort: make(chan struct{}), free: make(chan []byte, queueLen), keys: &prog.Keys,
-		limits: rdb.Limits{NoCompression: !opt.Compress}, pace: opt.Pace, busy: opt.Busy, mem: newBudget(opt.MaxExtraMemory)}
+	budget := newBudget(opt.MaxExtraMemory)
+	r := &run{version: out.Version(), queue: make(chan chunk, budget.chunks()), abort: make(chan struct{}), free: make(chan []byte, queueLen), keys: &prog.Keys,
+		limits: rdb.Limits{NoCompression: !opt.Compress}, pace: opt.Pace, busy: opt.Busy, mem: budget}
 	sers, keys, expires, mem, functions := r.cut(st, opt, prog)
 
 	var wg sync.WaitGroup
@@ -392,7 +394,7 @@ type serializer struct {
 func newSerializer(r *run, sh *shard.Shard, dbnum int) *serializer {
 	s := &serializer{r: r, queue: r.queue, sh: sh, db: -1, dbnum: dbnum}
 	if r.perShard {
-		s.queue = make(chan chunk, perShardQueueLen)
+		s.queue = make(chan chunk, r.mem.chunks())
 	}
 	s.buf.b = r.getBuf()
 	s.rw = rdb.NewRecordWriter(&s.buf, r.version)
@@ -511,6 +513,13 @@ func (s *serializer) run() {
 	var out []chunk
 	var seen uint64
 	for done := false; !done; {
+		// Leave half the budget to the writers' captures (budget.go).
+		if !s.r.mem.waitBelow(s.r.mem.limit/2, s.r.abort) {
+			s.sh.Lock()
+			s.snap.Finish()
+			s.sh.Unlock()
+			return
+		}
 		start := time.Now()
 		s.sh.Lock()
 		// Up to lockBatches traversal batches (8 buckets each) per lock
