@@ -256,6 +256,7 @@ func (s *Server) loadAOF() (ok bool, err error) {
 		LoadRDB: func(r io.Reader, name string) (int64, error) {
 			ls, err := snapshot.Load(s.store, r, name)
 			s.persist.loadedKeys.Add(ls.Keys)
+			s.logLoadWarnings(ls.Warnings)
 			return ls.Bytes, err
 		},
 		Exec: func(args [][]byte) error {

@@ -358,9 +358,7 @@ func (s *Server) loadFrom(f *os.File, path string) error {
 		return fmt.Errorf("%s: loading the FUNCTION libraries: %w", path, err)
 	}
 	s.persist.loadedKeys.Store(stats.Keys)
-	for _, w := range stats.Warnings {
-		s.log.Warn("loading the dump: " + w)
-	}
+	s.logLoadWarnings(stats.Warnings)
 	s.log.Info("DB loaded from disk", "file", path, "keys", stats.Keys, "bytes", stats.Bytes,
 		"seconds", round3(stats.Duration.Seconds()), "MB/s", mbps(stats.Bytes, stats.Duration),
 		"in_flight_peak_MiB", round3(float64(stats.InFlightPeak)/(1<<20)))

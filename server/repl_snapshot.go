@@ -25,6 +25,7 @@ func (s *Server) replLoad(r io.Reader) (int64, error) {
 		fresh.Release()
 		return 0, err
 	}
+	s.logLoadWarnings(st.Warnings)
 	all := s.store.All()
 	s.store.LockMany(&all)
 	for i, sh := range s.store.Shards() {
@@ -37,4 +38,12 @@ func (s *Server) replLoad(r io.Reader) (int64, error) {
 		s.log.Error("full sync: the primary's FUNCTION libraries cannot be loaded", "err", ferr)
 	}
 	return st.Keys, nil
+}
+
+// logLoadWarnings logs what a load skipped or changed (module data, hash
+// field TTLs): never silently.
+func (s *Server) logLoadWarnings(ws []string) {
+	for _, w := range ws {
+		s.log.Warn("loading the dump: " + w)
+	}
 }
