@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/damselflydb/damselfly/replication"
 	"github.com/damselflydb/damselfly/shard"
 	"github.com/damselflydb/damselfly/snapshot"
 )
@@ -20,7 +21,7 @@ func (s *Server) replSnapshot(ctx context.Context, w io.Writer, onCut func()) (i
 // for the swap of pointers only). On error the current dataset stays.
 func (s *Server) replLoad(r io.Reader) (int64, error) {
 	fresh := shard.NewStore(len(s.store.Shards()), s.store.DBNum())
-	st, err := snapshot.Load(fresh, r, "primary's RDB")
+	st, err := snapshot.Load(fresh, replication.SyncReader(r), "primary's RDB")
 	if err != nil {
 		fresh.Release()
 		return 0, err
