@@ -58,7 +58,6 @@ const NativeFormatVersion = 1
 // maxSummary bounds the summary file a loader reads.
 const maxSummary = 16 << 20
 
-
 // NativeOptions tune SaveNative.
 type NativeOptions struct {
 	Options             // OnCut, Aux, Progress, Pace, Busy, Version (of the inner RDB streams)
