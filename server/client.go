@@ -107,6 +107,8 @@ type Client struct {
 	replPsync2  bool
 	rnd         *rand.Rand             // random source of the collection commands
 	blocked     atomic.Pointer[waiter] // set while the client waits in a blocking command
+	// replCapaNative: REPLCONF capa damselfly-native (replication/native.go)
+	replCapaNative bool
 	// noBlock makes blocking commands answer at once as if timed out (set
 	// while running EXEC or a script, as Redis does).
 	noBlock bool

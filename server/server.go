@@ -92,6 +92,11 @@ type Config struct {
 	// UnixSocketPerm is the Unix socket file's mode (unixsocketperm; 0
 	// keeps what the umask gives). See ParseUnixSocketPerm.
 	UnixSocketPerm os.FileMode
+
+	// Snapshots (issue 14): SnapshotMaxExtraMemory bounds the encoded bytes
+	// a save or full sync holds in flight (0 = 64 MiB); past it, writes to
+	// keys not yet saved wait for the save instead of it copying more.
+	SnapshotMaxExtraMemory int64
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
