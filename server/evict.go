@@ -163,6 +163,7 @@ func (s *Server) evictOne(sh *shard.Shard, policy evictionPolicy) bool {
 		d.Delete(&e)
 		s.evict.evicted.Add(1)
 		s.journal(c.db, [][]byte{[]byte("DEL"), c.key})
+		s.notifyDB(c.db, kseEvicted, "evicted", c.key)
 		return true
 	}
 	return false

@@ -189,6 +189,8 @@ type Server struct {
 	unixPath string
 	unixPerm os.FileMode
 
+	kse keyspaceEvents // notify-keyspace-events (notify.go)
+
 	shutdownOnce sync.Once
 	done         chan struct{}
 	wg           sync.WaitGroup
@@ -228,6 +230,7 @@ func New(cfg Config) *Server {
 	s.persist.init(s.started)
 	s.initDBFormat(cfg)
 	s.pubsub = newPubSubRegistry()
+	s.store.OnNewKey(s.notifyNewKey) // notify.go
 	s.scripts = newScriptCache()
 	lim := defaultOutLimits
 	s.outLimits.Store(&lim)
@@ -436,6 +439,7 @@ func (s *Server) cron() {
 				}
 			}
 		}
+		s.kseAfterCron() // notify.go
 	}
 }
 

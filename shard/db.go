@@ -22,6 +22,7 @@ type DB struct {
 	clock    *uint32   // the owning shard's LRU clock (stamped on new entries)
 	idx      int       // the database number (changes with SWAPDB)
 	watch    *watchers // the owning shard's WATCH registry
+	newKey   *newKeyHook
 }
 
 // newDB makes an empty DB whose tables stamp changed buckets with version
@@ -196,6 +197,7 @@ func (d *DB) overwrite(pos dash.Pos, h uint64, key []byte, v Value, flags byte, 
 // insertNew stores key, known to be absent, with its encoded flags and sizes.
 func (d *DB) insertNew(h uint64, key []byte, v Value, flags byte, size, vlen int) Entry {
 	pos, ref, mem := d.insert(h, key, v, flags, size, vlen)
+	d.noteNew(key)
 	return Entry{db: d, pos: pos, ref: ref, h: h, hdr: decodeHeader(mem)}
 }
 

@@ -30,6 +30,8 @@ type Shard struct {
 	epoch uint64    // snapshot version epoch; see snapshot.go
 	snap  *Snapshot // the running snapshot, if any
 	watch watchers
+
+	newKey *newKeyHook // the store's new-key hook (events.go)
 }
 
 // Dirty counts every change made to the shard's data (like Redis's
@@ -67,7 +69,7 @@ func (sh *Shard) DB(i int) *DB {
 	d := sh.dbs[i]
 	if d == nil {
 		d = newDB(&sh.dirty, &sh.clock, sh.epoch)
-		d.idx, d.watch = i, &sh.watch
+		d.idx, d.watch, d.newKey = i, &sh.watch, sh.newKey
 		sh.dbs[i] = d
 	}
 	return d

@@ -35,6 +35,7 @@ type Store struct {
 	shards   []*Shard
 	dbnum    int
 	snapSlot chan struct{} // holds a token while a snapshot runs
+	newKey   newKeyHook    // "new" keyspace events (events.go)
 }
 
 // NewStore makes a store with n shards and dbnum databases.
@@ -45,6 +46,7 @@ func NewStore(n, dbnum int) *Store {
 	s := &Store{dbnum: dbnum, snapSlot: make(chan struct{}, 1)}
 	for i := 0; i < n; i++ {
 		s.shards = append(s.shards, newShard(i, dbnum))
+		s.shards[i].newKey = &s.newKey
 	}
 	return s
 }
