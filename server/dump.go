@@ -114,6 +114,7 @@ func cmdRestore(c *Client, args [][]byte) {
 		if exists {
 			d.Delete(&e)
 			c.rewrite([]byte("DEL"), key)
+			c.notify(kseGeneric, "del", key)
 		}
 		c.ok()
 		return
@@ -123,6 +124,7 @@ func cmdRestore(c *Client, args [][]byte) {
 	if idle {
 		d.SetIdle(&ne, idleSecs)
 	}
+	c.notify(kseGeneric, "restore", key)
 	c.srv.signalIfBlockable(c.db, key, v.Type) // a restored list may serve BLPOP
 	if ttl > 0 {
 		c.rewrite([]byte("RESTORE"), key, []byte(strconv.FormatInt(ttl, 10)), args[3], []byte("REPLACE"), []byte("ABSTTL"))
