@@ -273,17 +273,20 @@ func cmdSMove(c *Client, args [][]byte) {
 		c.notify(kseGeneric, "del", src)
 	}
 	lim := c.lim()
+	added := true
 	if dfound {
 		// The source entry may have moved (a delete on the same shard).
 		de, _, _ = c.peekType(dst, shard.TypeSet)
 		dsh.DB(c.db).Modify(&de)
-		de.Obj().(*types.Set).Add(m, lim)
+		added = de.Obj().(*types.Set).Add(m, lim)
 	} else {
 		ds := types.NewSetSized(m, 1, lim)
 		ds.Add(m, lim)
 		c.putColl(dsh, dh, dst, shard.TypeSet, ds)
 	}
-	c.notify(kseSet, "sadd", dst)
+	if added {
+		c.notify(kseSet, "sadd", dst)
+	}
 	c.int(1)
 }
 
