@@ -219,7 +219,7 @@ func New(cfg Config) *Server {
 	s.cfg.save = cfg.Save
 	s.cfg.maxMemory.Store(cfg.MaxMemory)
 	if p, err := parsePolicy(cfg.MaxMemoryPolicy); err == nil {
-		s.evict.policy.Store(int32(p))
+		s.setPolicy(p) // lfu.go
 	}
 	s.evict.samples.Store(5)
 	s.words.multi, s.words.exec = [][]byte{[]byte("MULTI")}, [][]byte{[]byte("EXEC")}
