@@ -189,7 +189,8 @@ type Server struct {
 	unixPath string
 	unixPerm os.FileMode
 
-	kse keyspaceEvents // notify-keyspace-events (notify.go)
+	kse     keyspaceEvents // notify-keyspace-events (notify.go)
+	migrate migrateConns   // MIGRATE's cached connections (migrate.go)
 
 	shutdownOnce sync.Once
 	done         chan struct{}
@@ -447,6 +448,7 @@ func (s *Server) cron() {
 // background goroutines.
 func (s *Server) Close() error {
 	s.shutdownOnce.Do(func() { close(s.done) })
+	s.migrate.closeAll() // migrate.go
 	for _, l := range s.listeners {
 		l.Close()
 	}
