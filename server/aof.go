@@ -139,6 +139,7 @@ func (s *Server) onExpire(db int, key []byte) {
 		a.Feed(db, [][]byte{[]byte("DEL"), key})
 	}
 	s.repl.AppendExpired(db, key)
+	s.notifyDB(db, kseExpired, "expired", key)
 }
 
 // aofFeedFromPrimary logs a write applied from our primary (a replica with

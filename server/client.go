@@ -124,6 +124,9 @@ type Client struct {
 	aofLoading bool
 	// gate is the event loop's busy-script gate (script.go), nil off loops.
 	gate *loopGate
+	// kseMark is 1 + the length of out when the running command raised its
+	// first keyspace event (0: none); see notify.go.
+	kseMark int
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -358,6 +361,7 @@ func (c *Client) execute(args [][]byte) {
 	start := c.watchStart()
 	cmd.fn(c, args)
 	c.watchEnd(cmd, args, start)
+	c.srv.kseAfter(c) // notify.go
 	c.propagate, c.propagateMany = nil, nil
 }
 

@@ -44,7 +44,7 @@ type cli struct {
 	Requirepass      string           `help:"Password clients must AUTH with." env:"DAMSELFLY_REQUIREPASS"`
 	ProtectedMode    bool             `name:"protected-mode" help:"Without a password, accept only loopback clients." default:"true" negatable:"" env:"DAMSELFLY_PROTECTED_MODE"`
 	Maxmemory        memory           `help:"Memory limit (e.g. 512mb, 4gb); 0 = none." default:"0" env:"DAMSELFLY_MAXMEMORY"`
-	MaxmemoryPolicy  string           `name:"maxmemory-policy" help:"Past --maxmemory: noeviction (writes fail), allkeys-lru, volatile-lru, allkeys-random, volatile-random or volatile-ttl." default:"noeviction" env:"DAMSELFLY_MAXMEMORY_POLICY"`
+	MaxmemoryPolicy  string           `name:"maxmemory-policy" help:"Past --maxmemory: noeviction (writes fail), allkeys-lru, volatile-lru, allkeys-lfu, volatile-lfu, allkeys-random, volatile-random or volatile-ttl." default:"noeviction" env:"DAMSELFLY_MAXMEMORY_POLICY"`
 	Dir              string           `help:"Directory for dump files." default:"." env:"DAMSELFLY_DIR"`
 	Dbfilename       string           `help:"Dump file name." default:"dump.rdb" env:"DAMSELFLY_DBFILENAME"`
 	Save             string           `help:"Save schedule: pairs of 'seconds changes'; empty disables." default:"3600 1 300 100 60 10000" env:"DAMSELFLY_SAVE"`
