@@ -12,9 +12,10 @@
 //     one consistent state with no lock, and a client of a user sees the
 //     user's new rules at its next command (as in Redis, where clients share
 //     the user object).
-//   - A selector's command rules are kept as Redis keeps them: a bitmap for
-//     checks plus the ordered list of rules applied since the last
-//     +@all/-@all, so GETUSER and LIST describe a user exactly as Redis does.
+//   - A selector's command permissions are a bitmap (plus the first
+//     arguments allowed by "+cmd|arg"); GETUSER and LIST describe it as Redis
+//     7.0 does, by the best fit of categories and then single commands,
+//     not by replaying the rules as given.
 //   - Users holds the users by name behind a mutex; only ACL commands,
 //     AUTH and configuration take it.
 package acl
@@ -152,7 +153,12 @@ type State struct {
 	NoPass    bool
 	Passwords []string // hex SHA-256 digests, in insertion order
 	Deleted   bool     // the user was removed
+	// Sanitize is "", "sanitize-payload" or "skip-sanitize-payload" (a
+	// flag Redis shows; RESTORE's payload checks do not depend on it here).
+	Sanitize  string
 	Selectors []*Selector
+
+	unrestricted bool // some selector allows everything (Unrestricted)
 }
 
 // Root returns the user's root selector.
@@ -177,7 +183,7 @@ func (s *State) CheckPassword(pass []byte) bool {
 }
 
 func (s *State) clone() *State {
-	n := &State{Enabled: s.Enabled, NoPass: s.NoPass, Passwords: append([]string(nil), s.Passwords...)}
+	n := &State{Enabled: s.Enabled, NoPass: s.NoPass, Sanitize: s.Sanitize, Passwords: append([]string(nil), s.Passwords...)}
 	for _, sel := range s.Selectors {
 		n.Selectors = append(n.Selectors, sel.clone())
 	}
@@ -201,7 +207,7 @@ func NewUsers(cat *Catalog) *Users {
 	root := st.Root()
 	root.allCommands(true)
 	root.AllKeys, root.AllChannels = true, true
-	d.state.Store(st)
+	d.publish(st)
 	us.users["default"] = d
 	return us
 }
@@ -259,7 +265,7 @@ func (us *Users) SetUser(name string, rules []string) (*User, *State, error) {
 		u = &User{name: name}
 		us.users[name] = u
 	}
-	u.state.Store(st)
+	u.publish(st)
 	return u, old, nil
 }
 
@@ -274,7 +280,7 @@ func (us *Users) Delete(names []string) []*User {
 			delete(us.users, n)
 			st := u.state.Load().clone()
 			st.Deleted = true
-			u.state.Store(st)
+			u.publish(st)
 			out = append(out, u)
 		}
 	}
@@ -291,6 +297,12 @@ func (us *Users) SetDefaultPassword(pass string) {
 	if _, _, err := us.SetUser("default", rules); err != nil {
 		panic("acl: " + err.Error())
 	}
+}
+
+// publish makes st the user's state.
+func (u *User) publish(st *State) {
+	st.unrestricted = st.computeUnrestricted()
+	u.state.Store(st)
 }
 
 // Describe returns the user as ACL LIST shows it.
@@ -323,6 +335,9 @@ func (s *State) Flags() []string {
 	}
 	if s.NoPass {
 		f = append(f, "nopass")
+	}
+	if s.Sanitize != "" {
+		f = append(f, s.Sanitize)
 	}
 	return f
 }

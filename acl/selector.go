@@ -22,9 +22,9 @@ type KeyPattern struct {
 // selector allows all of it.
 type Selector struct {
 	cat         *Catalog
-	allowed     []uint64 // bit per command id
-	future      bool     // commands unknown to the catalog (+@all)
-	rules       []string // command rules since the last +@all/-@all
+	allowed     []uint64         // bit per command id
+	future      bool             // commands unknown to the catalog (+@all)
+	firstArgs   map[int][]string // "+select|0": first arguments allowed for a denied command
 	AllKeys     bool
 	Keys        []KeyPattern
 	AllChannels bool
@@ -38,7 +38,12 @@ func newSelector(cat *Catalog) *Selector {
 func (s *Selector) clone() *Selector {
 	n := *s
 	n.allowed = append([]uint64(nil), s.allowed...)
-	n.rules = append([]string(nil), s.rules...)
+	if s.firstArgs != nil {
+		n.firstArgs = make(map[int][]string, len(s.firstArgs))
+		for id, fa := range s.firstArgs {
+			n.firstArgs[id] = append([]string(nil), fa...)
+		}
+	}
 	n.Keys = append([]KeyPattern(nil), s.Keys...)
 	n.Channels = append([]string(nil), s.Channels...)
 	return &n
@@ -64,7 +69,25 @@ func (s *Selector) allCommands(on bool) {
 		s.allowed[i] = v
 	}
 	s.future = on
-	s.rules = nil
+	s.firstArgs = nil
+}
+
+// changePerm allows or denies command id and, for a container command,
+// every subcommand of it (Redis's ACLChangeSelectorPerm), forgetting the
+// first arguments allowed for it.
+func (s *Selector) changePerm(id int, on bool) {
+	s.set(id, on)
+	delete(s.firstArgs, id)
+	for _, sub := range s.cat.subs[id] {
+		s.set(sub, on)
+	}
+}
+
+// applyCategory allows or denies every command of a category.
+func (s *Selector) applyCategory(cat string, on bool) {
+	for _, id := range s.cat.cats[cat] {
+		s.changePerm(id, on)
+	}
 }
 
 // The error texts of ACL SETUSER, as Redis words them.
@@ -136,9 +159,9 @@ func (st *State) apply(cat *Catalog, rule string) error {
 		st.NoPass = false
 		st.Passwords = nil
 	case low == "reset":
-		root := newSelector(cat)
-		root.AllChannels = false
-		*st = State{Selectors: []*Selector{root}}
+		*st = State{Sanitize: "sanitize-payload", Selectors: []*Selector{newSelector(cat)}}
+	case low == "sanitize-payload", low == "skip-sanitize-payload":
+		st.Sanitize = low
 	case low == "clearselectors":
 		st.Selectors = st.Selectors[:1]
 	case strings.HasPrefix(rule, ">"):
@@ -238,41 +261,43 @@ func (s *Selector) apply(rule string) error {
 		if !validCategory(cat) {
 			return errUnknownCmd
 		}
-		for _, id := range s.cat.cats[cat] {
-			s.set(id, rule[0] == '+')
-		}
-		s.addRule(low)
+		s.applyCategory(cat, rule[0] == '+')
 	case strings.HasPrefix(rule, "+") || strings.HasPrefix(rule, "-"):
 		name := low[1:]
-		id := s.cat.ID(name)
-		if id < 0 {
-			if p, _, ok := strings.Cut(name, "|"); ok && s.cat.ID(p) >= 0 && len(s.cat.subs[s.cat.ID(p)]) == 0 {
-				return errFirstArg
+		if id := s.cat.ID(name); id >= 0 {
+			s.changePerm(id, rule[0] == '+')
+			return nil
+		}
+		i := strings.LastIndexByte(name, '|')
+		if rule[0] == '-' || i < 0 {
+			return errUnknownCmd
+		}
+		id := s.cat.ID(name[:i])
+		switch {
+		case id < 0:
+			return errUnknownCmd
+		case s.cat.parent[id] >= 0:
+			return errFirstArg
+		case i == len(name)-1 || len(s.cat.subs[id]) > 0:
+			// "debug|" is malformed; "config|nosuch" names no subcommand.
+			if i == len(name)-1 {
+				return errSyntax
 			}
 			return errUnknownCmd
 		}
-		on := rule[0] == '+'
-		s.set(id, on)
-		for _, sub := range s.cat.subs[id] {
-			s.set(sub, on)
+		// "+select|0": a first argument allowed for an otherwise
+		// denied command (Redis 7.0 keeps it, deprecated).
+		fa := name[i+1:]
+		if s.firstArgs == nil {
+			s.firstArgs = map[int][]string{}
 		}
-		s.addRule(low)
+		if indexOf(s.firstArgs[id], fa) < 0 {
+			s.firstArgs[id] = append(s.firstArgs[id], fa)
+		}
 	default:
 		return errSyntax
 	}
 	return nil
-}
-
-// addRule records a command rule, dropping an earlier rule for the same
-// command or category.
-func (s *Selector) addRule(rule string) {
-	kept := s.rules[:0]
-	for _, r := range s.rules {
-		if r[1:] != rule[1:] {
-			kept = append(kept, r)
-		}
-	}
-	s.rules = append(kept, rule)
 }
 
 func (s *Selector) addKeyPattern(rule string) error {
@@ -314,16 +339,54 @@ func (s *Selector) addKeyPattern(rule string) error {
 	return nil
 }
 
-// describeCommands returns the command rules as Redis shows them.
+// describeCommands returns the command rules as Redis 7.0 shows them: it
+// does not keep the rules as given but finds a close description of the
+// permission bitmap, starting from +@all or -@all, adding every category
+// that more than half agrees with (in ACL CAT's order), then the single
+// commands that still differ (in name order; Redis's order is its hash
+// table's) and the allowed first arguments.
 func (s *Selector) describeCommands() string {
-	start := "-@all"
+	fake := newSelector(s.cat)
+	var parts []string
+	additive := !s.future
 	if s.future {
-		start = "+@all"
+		parts = append(parts, "+@all")
+		fake.allCommands(true)
+	} else {
+		parts = append(parts, "-@all")
 	}
-	if len(s.rules) == 0 {
-		return start
+	for _, cat := range categories {
+		on, off := 0, 0
+		for _, id := range s.cat.cats[cat] {
+			if s.CanRun(id) {
+				on++
+			} else {
+				off++
+			}
+		}
+		if additive && on > off || !additive && off > on {
+			sign := "+@"
+			if !additive {
+				sign = "-@"
+			}
+			fake.applyCategory(cat, additive)
+			parts = append(parts, sign+cat)
+		}
 	}
-	return start + " " + strings.Join(s.rules, " ")
+	for id, name := range s.cat.names {
+		if u := s.CanRun(id); u != fake.CanRun(id) {
+			sign := "-"
+			if u {
+				sign = "+"
+			}
+			parts = append(parts, sign+name)
+			fake.changePerm(id, u)
+		}
+		for _, fa := range s.firstArgs[id] {
+			parts = append(parts, "+"+name+"|"+fa)
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 // DescribeKeys returns the key patterns as GETUSER shows them.
