@@ -195,28 +195,40 @@ type Users struct {
 	cat   *Catalog
 	mu    sync.RWMutex
 	users map[string]*User
+	// resetChannels is acl-pubsub-default's zero value inverted: false
+	// would give new users every channel; NewUsers sets Redis 7.0's
+	// default, resetchannels.
+	resetChannels bool
 }
 
 // NewUsers returns the users of a fresh server: "default", on, nopass,
 // with every permission.
 func NewUsers(cat *Catalog) *Users {
-	us := &Users{cat: cat, users: map[string]*User{}}
+	us := &Users{cat: cat, users: map[string]*User{}, resetChannels: true}
 	d := &User{name: "default"}
-	st := newState(cat)
+	d.publish(defaultState(cat))
+	us.users["default"] = d
+	return us
+}
+
+func defaultState(cat *Catalog) *State {
+	st := &State{Selectors: []*Selector{newSelector(cat)}}
 	st.Enabled, st.NoPass = true, true
 	root := st.Root()
 	root.allCommands(true)
 	root.AllKeys, root.AllChannels = true, true
-	d.publish(st)
-	us.users["default"] = d
-	return us
+	return st
 }
 
 // Catalog returns the command catalog.
 func (us *Users) Catalog() *Catalog { return us.cat }
 
-func newState(cat *Catalog) *State {
-	return &State{Selectors: []*Selector{newSelector(cat)}}
+// newState is a new user's state: off, no password, no permissions, and
+// every channel when acl-pubsub-default is allchannels.
+func (us *Users) newState() *State {
+	root := newSelector(us.cat)
+	root.AllChannels = !us.resetChannels
+	return &State{Selectors: []*Selector{root}}
 }
 
 // Get returns a user by name, or nil.
@@ -254,10 +266,10 @@ func (us *Users) SetUser(name string, rules []string) (*User, *State, error) {
 		old = u.state.Load()
 		st = old.clone()
 	} else {
-		st = newState(us.cat)
+		st = us.newState()
 	}
 	for _, r := range merged {
-		if err := st.apply(us.cat, r); err != nil {
+		if err := st.apply(us, r); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -144,7 +144,8 @@ func (e *unbalancedError) Error() string {
 }
 
 // apply applies one rule to a user's state.
-func (st *State) apply(cat *Catalog, rule string) error {
+func (st *State) apply(us *Users, rule string) error {
+	cat := us.cat
 	fail := func(err error) error { return &RuleError{Rule: rule, Err: err} }
 	low := strings.ToLower(rule)
 	switch {
@@ -159,7 +160,8 @@ func (st *State) apply(cat *Catalog, rule string) error {
 		st.NoPass = false
 		st.Passwords = nil
 	case low == "reset":
-		*st = State{Sanitize: "sanitize-payload", Selectors: []*Selector{newSelector(cat)}}
+		*st = *us.newState()
+		st.Sanitize = "sanitize-payload"
 	case low == "sanitize-payload", low == "skip-sanitize-payload":
 		st.Sanitize = low
 	case low == "clearselectors":
@@ -185,6 +187,7 @@ func (st *State) apply(cat *Catalog, rule string) error {
 		st.Passwords = append(st.Passwords[:i:i], st.Passwords[i+1:]...)
 	case strings.HasPrefix(rule, "(") && strings.HasSuffix(rule, ")"):
 		sel := newSelector(cat)
+		sel.AllChannels = !us.resetChannels
 		for _, r := range strings.Fields(rule[1 : len(rule)-1]) {
 			if err := sel.apply(r); err != nil {
 				return fail(err)

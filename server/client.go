@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/damselflydb/damselfly/acl"
 	"github.com/damselflydb/damselfly/netpoll"
 )
 
@@ -122,6 +123,8 @@ type Client struct {
 	aofLoading bool
 	// gate is the event loop's busy-script gate (script.go), nil off loops.
 	gate *loopGate
+
+	user atomic.Pointer[acl.User] // the ACL user (acl.go); nil: internal, unrestricted
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -141,7 +144,8 @@ func (s *Server) newClient(nc net.Conn) *Client {
 		c.isUnix = true
 		c.addr = "/unixsocket:0"
 	}
-	c.authed = s.cfg.requirePass() == ""
+	c.user.Store(s.acl.def)
+	c.authed = s.aclNoAuthNeeded()
 	c.p.authed = c.authed
 	c.p.maxBulk = int(s.cfg.protoMaxBulkLen.Load())
 	c.lastSeen.Store(time.Now().UnixNano())
@@ -303,6 +307,9 @@ func (c *Client) execute(args [][]byte) {
 		c.err("NOAUTH Authentication required.")
 		return
 	}
+	if c.aclDenied(cmd, args) { // acl.go
+		return
+	}
 	if c.srv.scripts.busy.Load() != nil && !c.waitBusy(cmd, args) { // script.go
 		return
 	}
@@ -459,6 +466,6 @@ func (c *Client) info() string {
 	sb.WriteString(" sub=" + itoa(int64(sub[kindChannel].Load())) + " psub=" + itoa(int64(sub[kindPattern].Load())) +
 		" ssub=" + itoa(int64(sub[kindShard].Load())) + " multi=" + itoa(int64(c.view.multi.Load())))
 	sb.WriteString(c.bufferFields())
-	sb.WriteString(" events=r cmd=" + last + " user=default redir=-1 resp=" + itoa(int64(c.view.proto.Load())))
+	sb.WriteString(" events=r cmd=" + last + " user=" + c.userName() + " redir=-1 resp=" + itoa(int64(c.view.proto.Load())))
 	return sb.String()
 }

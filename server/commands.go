@@ -40,6 +40,9 @@ type command struct {
 	parent *command            // the container of a subcommand
 	subs   map[string]*command // subcommands by lower-case name
 	fn     func(c *Client, args [][]byte)
+
+	// ACL (acl.go): the command's id in the ACL catalog.
+	aclID int32
 }
 
 // registration is what a reg call said, kept to check it against Redis's
@@ -81,6 +84,7 @@ func buildCommandTable() *cmdTable {
 	registerGeo(reg)
 	registerSort(reg)
 	registerLCS(reg)
+	registerACL(reg)
 	t.addDocs()
 	return t
 }

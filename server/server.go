@@ -92,6 +92,12 @@ type Config struct {
 	// UnixSocketPerm is the Unix socket file's mode (unixsocketperm; 0
 	// keeps what the umask gives). See ParseUnixSocketPerm.
 	UnixSocketPerm os.FileMode
+
+	// ACL (acl.go): ACLFile is --aclfile (ACL LOAD/SAVE, loaded at start);
+	// ACLUsers are configuration "user" directives, each the user name and
+	// its rules (see ValidateACLUser), applied before the ACL file.
+	ACLFile  string
+	ACLUsers [][]string
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -192,6 +198,8 @@ type Server struct {
 	shutdownOnce sync.Once
 	done         chan struct{}
 	wg           sync.WaitGroup
+
+	acl aclState // users, the ACL log and file (acl.go)
 }
 
 // New prepares a server; Start opens its listeners.
@@ -235,6 +243,7 @@ func New(cfg Config) *Server {
 	s.limits.Store(&limits)
 	s.blocking.init()
 	s.cmds = commandTable()
+	s.initACL(cfg)
 	s.configParams = configParams()
 	s.enableProtectedConfigs = normProtected(cfg.EnableProtectedConfigs)
 	s.enableDebug = normProtected(cfg.EnableDebugCommand)
@@ -259,6 +268,9 @@ func (s *Server) Start(cfg Config) error {
 		heap, dataset := s.memoryParts(nil)
 		s.usedMem.Store(heap + dataset)
 		s.updateBudget(heap+dataset, dataset)
+	}
+	if err := s.startACL(cfg); err != nil {
+		return err
 	}
 	if err := s.startAOF(); err != nil {
 		return err
