@@ -149,6 +149,8 @@ func (st *State) apply(us *Users, rule string) error {
 	fail := func(err error) error { return &RuleError{Rule: rule, Err: err} }
 	low := strings.ToLower(rule)
 	switch {
+	case rule == "":
+		// an empty rule changes nothing, as in Redis
 	case low == "on":
 		st.Enabled = true
 	case low == "off":
@@ -343,38 +345,56 @@ func (s *Selector) addKeyPattern(rule string) error {
 }
 
 // describeCommands returns the command rules as Redis 7.0 shows them: it
-// does not keep the rules as given but finds a close description of the
-// permission bitmap, starting from +@all or -@all, adding every category
-// that more than half agrees with (in ACL CAT's order), then the single
-// commands that still differ (in name order; Redis's order is its hash
-// table's) and the allowed first arguments.
+// does not keep the rules as given but describes the permission bitmap,
+// starting from +@all or -@all, then greedily the categories that agree
+// with the bitmap more than they disagree (fewest disagreements first,
+// then most agreements; a chosen category counts as against the bitmap
+// for the next choices), then the single commands that still differ (in
+// name order; Redis's order is its hash table's) and the allowed first
+// arguments.
 func (s *Selector) describeCommands() string {
 	fake := newSelector(s.cat)
 	var parts []string
 	additive := !s.future
+	sign := "+@"
 	if s.future {
 		parts = append(parts, "+@all")
 		fake.allCommands(true)
+		sign = "-@"
 	} else {
 		parts = append(parts, "-@all")
 	}
-	for _, cat := range categories {
-		on, off := 0, 0
-		for _, id := range s.cat.cats[cat] {
-			if s.CanRun(id) {
-				on++
-			} else {
-				off++
+	temp := s.clone()
+	applied := make([]bool, len(categories))
+	for {
+		best, minDiff, maxSame := -1, int(^uint(0)>>1), 0
+		for j, cat := range categories {
+			if applied[j] {
+				continue
+			}
+			on, off := 0, 0
+			for _, id := range s.cat.cats[cat] {
+				if temp.CanRun(id) {
+					on++
+				} else {
+					off++
+				}
+			}
+			diff, same := on, off
+			if additive {
+				diff, same = off, on
+			}
+			if same > diff && (diff < minDiff || diff == minDiff && same > maxSame) {
+				best, minDiff, maxSame = j, diff, same
 			}
 		}
-		if additive && on > off || !additive && off > on {
-			sign := "+@"
-			if !additive {
-				sign = "-@"
-			}
-			fake.applyCategory(cat, additive)
-			parts = append(parts, sign+cat)
+		if best < 0 {
+			break
 		}
+		fake.applyCategory(categories[best], additive)
+		temp.applyCategory(categories[best], !additive)
+		parts = append(parts, sign+categories[best])
+		applied[best] = true
 	}
 	for id, name := range s.cat.names {
 		if u := s.CanRun(id); u != fake.CanRun(id) {

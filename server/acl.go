@@ -148,14 +148,23 @@ func (c *Client) aclRefuse(u *acl.User, cmd *command, args [][]byte) bool {
 	}
 	c.lastCmd.Store(cmd) // Redis's client info names the refused command
 	c.srv.aclLogDenial(c, u.Name(), d, ctx, cmd, args, pos)
+	var msg string
 	switch d {
 	case acl.DeniedCmd:
-		c.err("NOPERM this user has no permissions to run the '" + cmd.name + "' command")
+		msg = "NOPERM this user has no permissions to run the '" + cmd.name + "' command"
 	case acl.DeniedKey:
-		c.err("NOPERM this user has no permissions to access one of the keys used as arguments")
-	case acl.DeniedChannel:
-		c.err("NOPERM this user has no permissions to access one of the channels used as arguments")
+		msg = "NOPERM this user has no permissions to access one of the keys used as arguments"
+	default:
+		msg = "NOPERM this user has no permissions to access one of the channels used as arguments"
 	}
+	if cmd.name == "exec" {
+		// A refused EXEC discards the transaction (if any), as Redis does.
+		c.setTx(nil)
+		c.unwatchAll()
+		c.err("EXECABORT Transaction discarded because of: " + msg)
+		return true
+	}
+	c.err(msg)
 	c.txFlag()
 	return true
 }
@@ -202,7 +211,7 @@ func (c *Client) aclScriptDenied(cmd *command, args [][]byte) string {
 	case acl.DeniedCmd:
 		return "The user executing the script can't run this command or subcommand"
 	case acl.DeniedKey:
-		return "The user executing the script can't access at least one of the keys mentioned in the command"
+		return "The user executing the script can't access at least one of the keys mentioned in the command arguments"
 	case acl.DeniedChannel:
 		return "The user executing the script can't publish to the channel mentioned in the command"
 	}

@@ -77,7 +77,7 @@ func cmdACL(c *Client, args [][]byte) {
 	sub := lower(args[1])
 	a := &c.srv.acl
 	wrongArgs := func() {
-		c.err("ERR unknown subcommand or wrong number of arguments for '" + sub + "'. Try ACL HELP.")
+		c.err("ERR unknown subcommand or wrong number of arguments for '" + sanitize(args[1], 128) + "'. Try ACL HELP.")
 	}
 	switch sub {
 	case "help":
