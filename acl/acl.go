@@ -55,12 +55,12 @@ type Catalog struct {
 	cats   map[string][]int
 	subs   map[int][]int
 	parent []int
-	match  func(pattern, s []byte) bool
+	match  func(pattern string, s []byte) bool
 }
 
 // NewCatalog builds a catalog; ids are assigned in name order. match is
 // the glob matcher for key and channel patterns (Redis's stringmatch).
-func NewCatalog(cmds []CommandInfo, match func(pattern, s []byte) bool) *Catalog {
+func NewCatalog(cmds []CommandInfo, match func(pattern string, s []byte) bool) *Catalog {
 	sorted := append([]CommandInfo(nil), cmds...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	c := &Catalog{match: match, ids: map[string]int{}, cats: map[string][]int{}, subs: map[int][]int{}}

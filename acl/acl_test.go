@@ -12,7 +12,7 @@ func testUsers() *Users {
 		{"config", []string{"slow"}},
 		{"config|get", []string{"admin", "slow", "dangerous"}},
 		{"config|set", []string{"admin", "slow", "dangerous"}},
-	}, func(p, s []byte) bool { ok, _ := path.Match(string(p), string(s)); return ok })
+	}, func(p string, s []byte) bool { ok, _ := path.Match(p, string(s)); return ok })
 	return NewUsers(cat)
 }
 
@@ -33,7 +33,7 @@ func TestSetUserAndCheck(t *testing.T) {
 	if !st.CheckPassword([]byte("pw")) || st.CheckPassword([]byte("x")) {
 		t.Fatal("password check")
 	}
-	want := "user alice on #" + HashPassword([]byte("pw")) + " %R~r* ~w* resetchannels &ch -@all +@read +@fast"
+	want := "user alice on #" + HashPassword([]byte("pw")) + " %R~r* ~w* resetchannels &ch -@all +@read"
 	if got := u.Describe(); got != want {
 		t.Fatalf("got %q want %q", got, want)
 	}

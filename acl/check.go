@@ -81,7 +81,8 @@ func (s *Selector) check(id int, firstArg []byte, keys []Key, chans []Channel) (
 		return DeniedCmd, 0
 	}
 	if !s.AllKeys {
-		for _, k := range keys {
+		for i := range keys {
+			k := &keys[i]
 			if !s.keyAllowed(k.Name, k.Perm) {
 				return DeniedKey, k.Pos
 			}
@@ -102,8 +103,18 @@ func (s *Selector) keyAllowed(key []byte, perm uint8) bool {
 	if s.AllKeys {
 		return true
 	}
-	for _, k := range s.Keys {
-		if k.Perm&perm == perm && s.cat.match([]byte(k.Pattern), key) {
+	for i := range s.Keys {
+		k := &s.Keys[i]
+		if k.Perm&perm != perm {
+			continue
+		}
+		switch {
+		case k.prefix:
+			// "lit*": no glob needed
+			if len(key) >= len(k.Pattern)-1 && string(key[:len(k.Pattern)-1]) == k.Pattern[:len(k.Pattern)-1] {
+				return true
+			}
+		case s.cat.match(k.Pattern, key):
 			return true
 		}
 	}
@@ -119,7 +130,7 @@ func (s *Selector) channelAllowed(ch []byte, pattern bool) bool {
 			if p == string(ch) {
 				return true
 			}
-		} else if s.cat.match([]byte(p), ch) {
+		} else if s.cat.match(p, ch) {
 			return true
 		}
 	}

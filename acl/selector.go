@@ -15,6 +15,15 @@ const (
 type KeyPattern struct {
 	Perm    uint8 // Read|Write for "~p"
 	Pattern string
+	prefix  bool // Pattern is a literal followed by one '*' (matched without glob)
+}
+
+// isPrefixPattern reports whether p is a literal prefix followed by '*'.
+func isPrefixPattern(p string) bool {
+	if len(p) < 2 || p[len(p)-1] != '*' {
+		return false
+	}
+	return !strings.ContainsAny(p[:len(p)-1], "*?[\\")
 }
 
 // Selector is one set of command, key and channel permissions. A user has a
@@ -340,7 +349,7 @@ func (s *Selector) addKeyPattern(rule string) error {
 			return nil
 		}
 	}
-	s.Keys = append(s.Keys, KeyPattern{Perm: perm, Pattern: pat})
+	s.Keys = append(s.Keys, KeyPattern{Perm: perm, Pattern: pat, prefix: isPrefixPattern(pat)})
 	return nil
 }
 

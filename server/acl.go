@@ -27,6 +27,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/damselflydb/damselfly/acl"
 )
@@ -69,8 +70,25 @@ func (s *Server) initACL(cfg Config) {
 			seen[cmd.name] = true
 		}
 	})
-	cat := acl.NewCatalog(infos, func(p, k []byte) bool { return globMatch(p, k, false) })
-	walkCommands(s.cmds, func(cmd *command) { cmd.aclID = int32(cat.ID(cmd.name)) })
+	// The pattern's bytes are only read: no copy per check.
+	cat := acl.NewCatalog(infos, func(p string, k []byte) bool {
+		return globMatch(unsafe.Slice(unsafe.StringData(p), len(p)), k, false)
+	})
+	walkCommands(s.cmds, func(cmd *command) {
+		cmd.aclID = int32(cat.ID(cmd.name))
+		cmd.aclPerms = make([]uint8, len(cmd.specs))
+		for i := range cmd.specs {
+			cmd.aclPerms[i] = specPerm(cmd.specs[i].flags)
+		}
+		switch cmd.name {
+		case "publish", "spublish":
+			cmd.aclChans = aclChanFirst
+		case "subscribe", "ssubscribe":
+			cmd.aclChans = aclChanAll
+		case "psubscribe":
+			cmd.aclChans = aclChanPatterns
+		}
+	})
 	s.acl.users = acl.NewUsers(cat)
 	s.acl.def = s.acl.users.Get("default")
 	s.acl.file = cfg.ACLFile
@@ -220,33 +238,26 @@ func (c *Client) aclScriptDenied(cmd *command, args [][]byte) string {
 
 // aclCheck gathers a call's keys and channels and checks them.
 func aclCheck(st *acl.State, cmd *command, args [][]byte) (acl.Denial, int) {
-	var keyBuf [8]acl.Key
+	var keyBuf [4]acl.Key
 	keys := keyBuf[:0]
 	for i := range cmd.specs {
-		ks := &cmd.specs[i]
-		if strings.Contains(ks.flags, "not_key") {
+		perm := cmd.aclPerms[i]
+		if perm == aclNotKey {
 			continue
 		}
-		first, last, step, found, _ := ks.keyRange(args)
+		first, last, step, found, _ := cmd.specs[i].keyRange(args)
 		if !found {
 			continue
 		}
-		perm := specPerm(ks.flags)
 		for j := first; j <= last && j < len(args); j += step {
 			if j >= 1 {
 				keys = append(keys, acl.Key{Name: args[j], Perm: perm, Pos: j})
 			}
 		}
 	}
-	var chanBuf [4]acl.Channel
-	chans := chanBuf[:0]
-	switch cmd.name {
-	case "publish", "spublish":
-		chans = append(chans, acl.Channel{Name: args[1], Pos: 1})
-	case "subscribe", "ssubscribe", "psubscribe":
-		for j := 1; j < len(args); j++ {
-			chans = append(chans, acl.Channel{Name: args[j], Pattern: cmd.name == "psubscribe", Pos: j})
-		}
+	var chans []acl.Channel
+	if cmd.aclChans != aclChanNone {
+		chans = aclChannels(cmd, args)
 	}
 	var firstArg []byte
 	if len(args) > 1 {
@@ -255,9 +266,35 @@ func aclCheck(st *acl.State, cmd *command, args [][]byte) (acl.Denial, int) {
 	return st.Check(int(cmd.aclID), firstArg, keys, chans)
 }
 
+// aclChannels lists the channel arguments of PUBLISH and the subscribes.
+func aclChannels(cmd *command, args [][]byte) []acl.Channel {
+	if cmd.aclChans == aclChanFirst {
+		return []acl.Channel{{Name: args[1], Pos: 1}}
+	}
+	chans := make([]acl.Channel, 0, len(args)-1)
+	for j := 1; j < len(args); j++ {
+		chans = append(chans, acl.Channel{Name: args[j], Pattern: cmd.aclChans == aclChanPatterns, Pos: j})
+	}
+	return chans
+}
+
+// What a command's arguments hold for the channel check.
+const (
+	aclChanNone     = iota
+	aclChanFirst    // PUBLISH, SPUBLISH: the first argument
+	aclChanAll      // SUBSCRIBE, SSUBSCRIBE: every argument
+	aclChanPatterns // PSUBSCRIBE: every argument, a pattern
+)
+
+// aclNotKey marks a key spec that names no key (not_key: shard channels).
+const aclNotKey = 0xff
+
 // specPerm is the key access a key spec's flags need: read for access,
 // write for insert, update or delete (Redis 7.0's rule).
 func specPerm(flags string) uint8 {
+	if strings.Contains(flags, "not_key") {
+		return aclNotKey
+	}
 	var p uint8
 	if strings.Contains(flags, "access") {
 		p |= acl.Read

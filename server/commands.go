@@ -41,8 +41,11 @@ type command struct {
 	subs   map[string]*command // subcommands by lower-case name
 	fn     func(c *Client, args [][]byte)
 
-	// ACL (acl.go): the command's id in the ACL catalog.
-	aclID int32
+	// ACL (acl.go): the command's id in the ACL catalog, the key access
+	// each key spec needs (aclNotKey: not a key), its channel arguments.
+	aclID    int32
+	aclPerms []uint8
+	aclChans uint8
 }
 
 // registration is what a reg call said, kept to check it against Redis's
