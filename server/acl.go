@@ -467,3 +467,46 @@ func aclParams(m map[string]configParam) {
 		},
 	}
 }
+
+// aclKillPubSub closes the connections of user u that are subscribed to a
+// channel or pattern its rules no longer allow, as Redis 7.0 does after
+// ACL SETUSER (the caller's own connection after its reply).
+func (s *Server) aclKillPubSub(caller *Client, u *acl.User) {
+	st := u.State()
+	for _, sel := range st.Selectors {
+		if sel.AllChannels {
+			return
+		}
+	}
+	var mine []*Client
+	for _, o := range s.clientList() {
+		if o.user.Load() == u && o.subscribed() {
+			mine = append(mine, o)
+		}
+	}
+	if len(mine) == 0 {
+		return
+	}
+	var kill []*Client
+	s.pubsub.mu.RLock()
+	for _, o := range mine {
+		names := &o.sess.subs.names // changed only under the registry's lock
+	check:
+		for k := range names {
+			for name := range names[k] {
+				if !st.ChannelAllowed([]byte(name), subKind(k) == kindPattern) {
+					kill = append(kill, o)
+					break check
+				}
+			}
+		}
+	}
+	s.pubsub.mu.RUnlock()
+	for _, o := range kill {
+		if o == caller {
+			o.quit = true
+		} else {
+			o.kill()
+		}
+	}
+}

@@ -377,3 +377,30 @@ func TestACLRedisCLI(t *testing.T) {
 		t.Fatalf("redis-cli SET: %q", out)
 	}
 }
+
+// TestACLPubSubRevoked: a subscriber whose user loses the channel is
+// disconnected; one whose channels are still allowed stays.
+func TestACLPubSubRevoked(t *testing.T) {
+	s := startServer(t)
+	ctx := context.Background()
+	admin := newClient(t, s)
+	aclUser(t, admin, "sub", "on", ">p", "+@all", "~*", "&news.*", "&alerts")
+	news, alerts := dialRaw(t, s), dialRaw(t, s)
+	for _, r := range []*rawConn{news, alerts} {
+		r.do("AUTH", "sub", "p")
+		r.reply()
+	}
+	news.do("PSUBSCRIBE", "news.*")
+	news.reply()
+	alerts.do("SUBSCRIBE", "alerts")
+	alerts.reply()
+	aclUser(t, admin, "sub", "resetchannels", "&alerts")
+	expectClosed(t, news)
+	alerts.do("PING")
+	if got := alerts.reply(); got[0] != "*2" {
+		t.Fatalf("alerts subscriber: %q", got)
+	}
+	if n, err := admin.Publish(ctx, "alerts", "x").Result(); err != nil || n != 1 {
+		t.Fatalf("PUBLISH alerts: %d %v", n, err)
+	}
+}

@@ -109,9 +109,13 @@ func cmdACL(c *Client, args [][]byte) {
 		for i, r := range args[3:] {
 			rules[i] = string(r)
 		}
-		if _, _, err := a.users.SetUser(name, rules); err != nil {
+		u, old, err := a.users.SetUser(name, rules)
+		if err != nil {
 			c.err("ERR " + err.Error())
 			return
+		}
+		if old != nil {
+			c.srv.aclKillPubSub(c, u)
 		}
 		c.ok()
 	case "deluser":
