@@ -394,7 +394,7 @@ func (s *Server) acceptLoop(l net.Listener) {
 // deniedByProtectedMode applies Redis's protected mode: with no password
 // set, only loopback clients may connect.
 func (s *Server) deniedByProtectedMode(tc *net.TCPConn) bool {
-	if !s.cfg.protectedMode.Load() || s.cfg.requirePass() != "" {
+	if !s.cfg.protectedMode.Load() || !s.aclDefaultNoPass() {
 		return false
 	}
 	addr, ok := tc.RemoteAddr().(*net.TCPAddr)
