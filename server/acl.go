@@ -423,7 +423,8 @@ func (s *Server) aclDisconnect(caller *Client, users []*acl.User) {
 
 // aclParams are the ACL's CONFIG parameters.
 func aclParams(m map[string]configParam) {
-	m["aclfile"] = configParam{get: func(s *Server) string { return s.acl.file }}
+	m["aclfile"] = configParam{get: func(s *Server) string { return s.acl.file },
+		set: func(*Server, string) error { return fmt.Errorf("can't set immutable config") }}
 	m["acllog-max-len"] = configParam{
 		get: func(s *Server) string {
 			s.acl.logMu.Lock()
