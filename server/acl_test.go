@@ -42,7 +42,7 @@ func TestACLGoRedis(t *testing.T) {
 	s := startServer(t)
 	admin := newClient(t, s)
 	aclUser(t, admin, "app", "on", ">s3cret", "-@all", "+@read", "+@write", "+multi", "+exec", "+eval",
-		"+blpop", "+subscribe", "+publish", "+client|list", "~app:*", "&news.*")
+		"+blpop", "+subscribe", "+publish", "+client|list", "+fcall", "~app:*", "&news.*")
 	app := userClient(t, s, "app", "s3cret")
 	if err := app.Set(ctx, "app:1", "v", 0).Err(); err != nil {
 		t.Fatal(err)
@@ -87,6 +87,18 @@ func TestACLGoRedis(t *testing.T) {
 	}
 	if v, err := app.Eval(ctx, "return redis.call('get', KEYS[1])", []string{"app:1"}).Result(); err != nil || v != "v" {
 		t.Fatalf("EVAL: %v %v", v, err)
+	}
+	// Functions too.
+	lib := "#!lua name=acllib\nredis.register_function('peek', function(keys, args) return redis.call('get', args[1]) end)"
+	if err := admin.FunctionLoad(ctx, lib).Err(); err != nil {
+		t.Fatal(err)
+	}
+	err = app.FCall(ctx, "peek", nil, "other").Err()
+	if err == nil || !strings.Contains(err.Error(), "The user executing the script can't access at least one of the keys") {
+		t.Fatalf("FCALL on a forbidden key: %v", err)
+	}
+	if v, err := app.FCall(ctx, "peek", nil, "app:1").Result(); err != nil || v != "v" {
+		t.Fatalf("FCALL: %v %v", v, err)
 	}
 	// Pub/Sub: subscribing to a forbidden channel is refused.
 	sub := app.Subscribe(ctx, "sports")
