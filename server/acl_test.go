@@ -416,3 +416,25 @@ func TestACLPubSubRevoked(t *testing.T) {
 		t.Fatalf("PUBLISH alerts: %d %v", n, err)
 	}
 }
+
+// TestACLClientKillUser: CLIENT KILL USER closes that user's connections
+// only.
+func TestACLClientKillUser(t *testing.T) {
+	s := startServer(t)
+	ctx := context.Background()
+	admin := newClient(t, s)
+	aclUser(t, admin, "k", "on", ">p", "+@all", "~*")
+	r := dialRaw(t, s)
+	r.do("AUTH", "k", "p")
+	r.reply()
+	if n, err := admin.Do(ctx, "CLIENT", "KILL", "USER", "k").Int(); err != nil || n != 1 {
+		t.Fatalf("CLIENT KILL USER k: %d %v", n, err)
+	}
+	expectClosed(t, r)
+	if err := admin.Do(ctx, "CLIENT", "KILL", "USER", "nosuch").Err(); err == nil || err.Error() != "ERR No such user 'nosuch'" {
+		t.Fatalf("CLIENT KILL USER nosuch: %v", err)
+	}
+	if err := admin.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -3,6 +3,8 @@ package server
 import (
 	"strconv"
 	"strings"
+
+	"github.com/damselflydb/damselfly/acl"
 )
 
 func registerConnection(reg registrar) {
@@ -281,6 +283,7 @@ func (c *Client) clientKill(args [][]byte) {
 	}
 	var id int64 = -1
 	var addr, laddr string
+	var userF *acl.User // CLIENT KILL USER
 	skipMe := true
 	for i := 0; i < len(args); i += 2 {
 		v := string(args[i+1])
@@ -306,7 +309,12 @@ func (c *Client) clientKill(args [][]byte) {
 				c.errSyntax()
 				return
 			}
-		case "type", "user", "maxage":
+		case "user":
+			if userF = c.srv.acl.users.Get(v); userF == nil {
+				c.err("ERR No such user '" + sanitize(args[i+1], 128) + "'")
+				return
+			}
+		case "type", "maxage":
 		default:
 			c.errSyntax()
 			return
@@ -314,7 +322,8 @@ func (c *Client) clientKill(args [][]byte) {
 	}
 	var killed int64
 	for _, o := range c.srv.clientList() {
-		if (id >= 0 && o.id != id) || (addr != "" && o.addr != addr) || (laddr != "" && o.laddr != laddr) {
+		if (id >= 0 && o.id != id) || (addr != "" && o.addr != addr) || (laddr != "" && o.laddr != laddr) ||
+			(userF != nil && o.user.Load() != userF) {
 			continue
 		}
 		if o == c {
