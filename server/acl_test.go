@@ -292,6 +292,18 @@ func TestACLRequirePass(t *testing.T) {
 	if err := userClient(t, s, "", "top").Ping(ctx).Err(); err == nil {
 		t.Fatal("the old password still works")
 	}
+	// A connection that never authenticated is let in once the default
+	// user needs no password, as in Redis.
+	r2 := dialRaw(t, s)
+	r2.do("PING")
+	r2.reply()
+	if err := ops.ConfigSet(ctx, "requirepass", "").Err(); err != nil {
+		t.Fatal(err)
+	}
+	r2.do("PING")
+	if got := r2.reply(); got[0] != "+PONG" {
+		t.Fatalf("PING after requirepass was cleared: %q", got)
+	}
 	if err := ValidateACLUser([]string{"x", "+nosuch"}); err == nil ||
 		err.Error() != "Error in ACL SETUSER modifier '+nosuch': Unknown command or category name in ACL" {
 		t.Fatalf("ValidateACLUser: %v", err)

@@ -303,7 +303,7 @@ func (c *Client) execute(args [][]byte) {
 	if c.debugDenied(cmd) {
 		return
 	}
-	if !c.authed && !cmd.noAuth {
+	if !c.authed && !cmd.noAuth && !c.srv.aclNoAuthNeeded() { // acl.go: as Redis, a nopass default admits everyone
 		c.err("NOAUTH Authentication required.")
 		return
 	}
