@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/damselflydb/damselfly/acl"
 	"github.com/damselflydb/damselfly/netpoll"
 )
 
@@ -127,6 +128,8 @@ type Client struct {
 	// kseMark is 1 + the length of out when the running command raised its
 	// first keyspace event (0: none); see notify.go.
 	kseMark int
+
+	user atomic.Pointer[acl.User] // the ACL user (acl.go); nil: internal, unrestricted
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -146,7 +149,8 @@ func (s *Server) newClient(nc net.Conn) *Client {
 		c.isUnix = true
 		c.addr = "/unixsocket:0"
 	}
-	c.authed = s.cfg.requirePass() == ""
+	c.user.Store(s.acl.def)
+	c.authed = s.aclNoAuthNeeded()
 	c.p.authed = c.authed
 	c.p.maxBulk = int(s.cfg.protoMaxBulkLen.Load())
 	c.lastSeen.Store(time.Now().UnixNano())
@@ -304,8 +308,11 @@ func (c *Client) execute(args [][]byte) {
 	if c.debugDenied(cmd) {
 		return
 	}
-	if !c.authed && !cmd.noAuth {
+	if !c.authed && !cmd.noAuth && !c.srv.aclNoAuthNeeded() { // acl.go: as Redis, a nopass default admits everyone
 		c.err("NOAUTH Authentication required.")
+		return
+	}
+	if c.aclDenied(cmd, args) { // acl.go
 		return
 	}
 	if c.srv.scripts.busy.Load() != nil && !c.waitBusy(cmd, args) { // script.go
@@ -465,6 +472,6 @@ func (c *Client) info() string {
 	sb.WriteString(" sub=" + itoa(int64(sub[kindChannel].Load())) + " psub=" + itoa(int64(sub[kindPattern].Load())) +
 		" ssub=" + itoa(int64(sub[kindShard].Load())) + " multi=" + itoa(int64(c.view.multi.Load())))
 	sb.WriteString(c.bufferFields())
-	sb.WriteString(" events=r cmd=" + last + " user=default redir=-1 resp=" + itoa(int64(c.view.proto.Load())))
+	sb.WriteString(" events=r cmd=" + last + " user=" + c.userName() + " redir=-1 resp=" + itoa(int64(c.view.proto.Load())))
 	return sb.String()
 }

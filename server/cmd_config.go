@@ -61,6 +61,7 @@ func configParams() map[string]configParam {
 				s.cfg.mu.Lock()
 				s.cfg.pass = v
 				s.cfg.mu.Unlock()
+				s.acl.users.SetDefaultPassword(v) // requirepass is the default user's password
 				return nil
 			},
 		},
@@ -174,6 +175,7 @@ func configParams() map[string]configParam {
 	keySaveDelayParam(m)
 	aofParams(m)
 	scriptingParams(m)
+	aclParams(m)
 	unixSocketParams(m)
 	notifyParams(m)
 	lfuParams(m)

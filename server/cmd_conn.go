@@ -1,9 +1,10 @@
 package server
 
 import (
-	"crypto/subtle"
 	"strconv"
 	"strings"
+
+	"github.com/damselflydb/damselfly/acl"
 )
 
 func registerConnection(reg registrar) {
@@ -48,17 +49,10 @@ func cmdPing(c *Client, args [][]byte) {
 	}
 }
 
-// checkAuth validates a username/password pair against requirepass (only
-// the "default" user exists).
-func (c *Client) checkAuth(user, pass []byte) bool {
-	want := c.srv.cfg.requirePass()
-	if user != nil && string(user) != "default" {
-		return false
-	}
-	if want == "" {
-		return true
-	}
-	return subtle.ConstantTimeCompare(pass, []byte(want)) == 1
+// checkAuth logs the client in as user (nil: "default") with pass
+// (acl.go; a failure is logged in the ACL log under cmdName).
+func (c *Client) checkAuth(user, pass, cmdName []byte) bool {
+	return c.aclAuthenticate(user, pass, cmdName)
 }
 
 func (c *Client) setAuthed() {
@@ -74,14 +68,14 @@ func cmdAuth(c *Client, args [][]byte) {
 	var user, pass []byte
 	if len(args) == 2 {
 		pass = args[1]
-		if c.srv.cfg.requirePass() == "" {
+		if c.srv.aclDefaultNoPass() {
 			c.err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 			return
 		}
 	} else {
 		user, pass = args[1], args[2]
 	}
-	if !c.checkAuth(user, pass) {
+	if !c.checkAuth(user, pass, args[0]) {
 		c.err("WRONGPASS invalid username-password pair or user is disabled.")
 		return
 	}
@@ -110,7 +104,7 @@ func cmdHello(c *Client, args [][]byte) {
 	for ; i < len(args); i++ {
 		switch {
 		case eq(args[i], "auth") && i+2 < len(args):
-			if !c.checkAuth(args[i+1], args[i+2]) {
+			if !c.checkAuth(args[i+1], args[i+2], args[0]) {
 				c.err("WRONGPASS invalid username-password pair or user is disabled.")
 				return
 			}
@@ -186,10 +180,7 @@ func cmdReset(c *Client, args [][]byte) {
 	c.mu.Lock()
 	c.name = ""
 	c.mu.Unlock()
-	if c.srv.cfg.requirePass() != "" {
-		c.authed = false
-		c.p.authed = false
-	}
+	c.aclReset()
 	c.simple("RESET")
 }
 
@@ -292,6 +283,7 @@ func (c *Client) clientKill(args [][]byte) {
 	}
 	var id int64 = -1
 	var addr, laddr string
+	var userF *acl.User // CLIENT KILL USER
 	skipMe := true
 	for i := 0; i < len(args); i += 2 {
 		v := string(args[i+1])
@@ -317,7 +309,12 @@ func (c *Client) clientKill(args [][]byte) {
 				c.errSyntax()
 				return
 			}
-		case "type", "user", "maxage":
+		case "user":
+			if userF = c.srv.acl.users.Get(v); userF == nil {
+				c.err("ERR No such user '" + sanitize(args[i+1], 128) + "'")
+				return
+			}
+		case "type", "maxage":
 		default:
 			c.errSyntax()
 			return
@@ -325,7 +322,8 @@ func (c *Client) clientKill(args [][]byte) {
 	}
 	var killed int64
 	for _, o := range c.srv.clientList() {
-		if (id >= 0 && o.id != id) || (addr != "" && o.addr != addr) || (laddr != "" && o.laddr != laddr) {
+		if (id >= 0 && o.id != id) || (addr != "" && o.addr != addr) || (laddr != "" && o.laddr != laddr) ||
+			(userF != nil && o.user.Load() != userF) {
 			continue
 		}
 		if o == c {

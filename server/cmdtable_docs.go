@@ -316,4 +316,20 @@ var cmdSummaries = map[string]string{
 	"script|help":   "Describe the SCRIPT subcommands",
 	"script|kill":   "Stop the running script if it has not written",
 	"script|load":   "Add a script to the cache without running it",
+
+	// ACL
+	"acl":         "Manage users and their permissions",
+	"acl|cat":     "List the ACL categories, or the commands of one",
+	"acl|deluser": "Remove users and disconnect their clients",
+	"acl|dryrun":  "Tell whether a user may run a command, without running it",
+	"acl|genpass": "Return random hex digits to use as a password",
+	"acl|getuser": "Describe one user's flags, password hashes and selectors",
+	"acl|help":    "Describe the ACL subcommands",
+	"acl|list":    "Every user as an ACL file line",
+	"acl|load":    "Replace the users by those of the ACL file",
+	"acl|log":     "Recent refused commands and failed logins, or reset them",
+	"acl|save":    "Write the users to the ACL file",
+	"acl|setuser": "Create a user or change its rules",
+	"acl|users":   "The user names",
+	"acl|whoami":  "The user this connection is logged in as",
 }

@@ -288,6 +288,9 @@ func (c *Client) runQueued(cmd *command, args [][]byte) {
 			c.err("ERR internal error while running '" + cmd.name + "'")
 		}
 	}()
+	if c.aclExecDenied(cmd, args) { // acl.go
+		return
+	}
 	c.propagate = args
 	cmd.fn(c, args)
 }

@@ -453,6 +453,9 @@ func (sc *scriptCaller) Call(args [][]byte) ([]byte, bool) {
 	if cmd.noScript || noScript(cmd, args) {
 		return []byte("-ERR This Redis command is not allowed from script\r\n"), false
 	}
+	if e := c.aclScriptDenied(cmd, args); e != "" { // acl.go
+		return []byte("-ERR " + e + "\r\n"), false
+	}
 	if cmd.write {
 		if sc.ro {
 			return []byte("-ERR Write commands are not allowed from read-only scripts.\r\n"), false

@@ -97,6 +97,12 @@ type Config struct {
 	// a save or full sync holds in flight (0 = 64 MiB); past it, writes to
 	// keys not yet saved wait for the save instead of it copying more.
 	SnapshotMaxExtraMemory int64
+
+	// ACL (acl.go): ACLFile is --aclfile (ACL LOAD/SAVE, loaded at start);
+	// ACLUsers are configuration "user" directives, each the user name and
+	// its rules (see ValidateACLUser), applied before the ACL file.
+	ACLFile  string
+	ACLUsers [][]string
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -201,6 +207,8 @@ type Server struct {
 	shutdownOnce sync.Once
 	done         chan struct{}
 	wg           sync.WaitGroup
+
+	acl aclState // users, the ACL log and file (acl.go)
 }
 
 // New prepares a server; Start opens its listeners.
@@ -245,6 +253,7 @@ func New(cfg Config) *Server {
 	s.limits.Store(&limits)
 	s.blocking.init()
 	s.cmds = commandTable()
+	s.initACL(cfg)
 	s.configParams = configParams()
 	s.enableProtectedConfigs = normProtected(cfg.EnableProtectedConfigs)
 	s.enableDebug = normProtected(cfg.EnableDebugCommand)
@@ -269,6 +278,9 @@ func (s *Server) Start(cfg Config) error {
 		heap, dataset := s.memoryParts(nil)
 		s.usedMem.Store(heap + dataset)
 		s.updateBudget(heap+dataset, dataset)
+	}
+	if err := s.startACL(cfg); err != nil {
+		return err
 	}
 	if err := s.startAOF(); err != nil {
 		return err
@@ -393,7 +405,7 @@ func (s *Server) acceptLoop(l net.Listener) {
 // deniedByProtectedMode applies Redis's protected mode: with no password
 // set, only loopback clients may connect.
 func (s *Server) deniedByProtectedMode(tc *net.TCPConn) bool {
-	if !s.cfg.protectedMode.Load() || s.cfg.requirePass() != "" {
+	if !s.cfg.protectedMode.Load() || !s.aclDefaultNoPass() {
 		return false
 	}
 	addr, ok := tc.RemoteAddr().(*net.TCPAddr)

@@ -69,6 +69,8 @@ type cli struct {
 	EnableProtected  string           `name:"enable-protected-configs" help:"Allow CONFIG SET dir/dbfilename: no, yes, or local (loopback and Unix socket clients only)." default:"no" enum:"no,yes,local" env:"DAMSELFLY_ENABLE_PROTECTED_CONFIGS"`
 	AOF              aofFlags         `embed:""`
 	Healthcheck      bool             `help:"Send PING to the server on 127.0.0.1:--port and exit 0 on PONG (for container health checks)."`
+	// ACL
+	Aclfile string `help:"ACL file of 'user' lines: loaded at start (errors stop start-up), ACL LOAD reloads it, ACL SAVE writes it." env:"DAMSELFLY_ACLFILE"`
 }
 
 func main() {
@@ -124,6 +126,7 @@ func main() {
 		SnapshotMaxExtraMemory: int64(c.SnapMaxExtra),
 	}
 	cfg.UnixSocketPerm, _ = server.ParseUnixSocketPerm(c.Unixsocketperm) // checked by validate
+	cfg.ACLFile = c.Aclfile
 	srv := server.New(cfg)
 	// Listen at once (clients get -LOADING until the dump is loaded). A
 	// dump that exists but cannot be read stops us here: starting empty
