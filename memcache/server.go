@@ -137,6 +137,7 @@ type Server struct {
 	mu        sync.Mutex
 	listeners []net.Listener
 	conns     map[*conn]struct{}
+	admitting map[net.Conn]struct{} // connections inside ServeAdmit's admit
 	closed    bool
 	flushT    *time.Timer // pending delayed flush_all
 	nextLoop  int
@@ -177,10 +178,65 @@ func (s *Server) Serve(ln net.Listener) {
 	s.listeners = append(s.listeners, ln)
 	s.mu.Unlock()
 	s.wg.Add(1)
-	go s.acceptLoop(ln)
+	go s.acceptLoop(ln, nil)
 }
 
-func (s *Server) acceptLoop(ln net.Listener) {
+// ServeAdmit is Serve for a listener whose connections need work before
+// they can be judged (TLS: the handshake, then the client certificate).
+// admit runs on the connection's own goroutine, instead of Config.Accept:
+// ok false closes the connection, after writing refuse when it is not
+// empty. Admitted connections are served on that goroutine (a TLS
+// connection cannot be handed to the event loops).
+func (s *Server) ServeAdmit(ln net.Listener, admit func(nc net.Conn) (refuse string, ok bool)) {
+	s.mu.Lock()
+	s.listeners = append(s.listeners, ln)
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go s.acceptLoop(ln, admit)
+}
+
+// admitted runs admit on nc and serves it when admitted.
+func (s *Server) admitted(nc net.Conn, admit func(nc net.Conn) (string, bool)) {
+	defer s.wg.Done()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	if s.admitting == nil {
+		s.admitting = map[net.Conn]struct{}{}
+	}
+	s.admitting[nc] = struct{}{} // Close closes it mid-handshake
+	s.mu.Unlock()
+	refuse, ok := admit(nc)
+	s.mu.Lock()
+	delete(s.admitting, nc)
+	s.mu.Unlock()
+	if !ok {
+		s.stats.rejectedConns.Add(1)
+		if refuse != "" {
+			_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = nc.Write([]byte(refuse))
+		}
+		nc.Close()
+		return
+	}
+	c := newConn(s, nc)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	s.stats.currConns.Add(1)
+	s.stats.totalConns.Add(1)
+	c.serve()
+}
+
+func (s *Server) acceptLoop(ln net.Listener, admit func(nc net.Conn) (string, bool)) {
 	defer s.wg.Done()
 	for {
 		nc, err := ln.Accept()
@@ -194,6 +250,11 @@ func (s *Server) acceptLoop(ln net.Listener) {
 		}
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
+		}
+		if admit != nil {
+			s.wg.Add(1)
+			go s.admitted(nc, admit)
+			continue
 		}
 		if s.cfg.Accept != nil {
 			if refuse := s.cfg.Accept(nc.RemoteAddr()); refuse != "" {
@@ -260,6 +321,9 @@ func (s *Server) Close() error {
 	conns := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
 		conns = append(conns, c)
+	}
+	for nc := range s.admitting {
+		nc.Close()
 	}
 	if s.flushT != nil {
 		s.flushT.Stop()
