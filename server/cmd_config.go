@@ -174,6 +174,7 @@ func configParams() map[string]configParam {
 	aofParams(m)
 	scriptingParams(m)
 	unixSocketParams(m)
+	tlsParams(m)
 	return m
 }
 
@@ -295,9 +296,14 @@ func cmdConfig(c *Client, args [][]byte) {
 		for i := 2; i < len(args); i += 2 {
 			name := lower(args[i])
 			if err := params[name].set(c.srv, string(args[i+1])); err != nil {
+				c.srv.tlsConfigRevert()
 				c.err("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error())
 				return
 			}
+		}
+		if name, err := c.srv.tlsConfigApply(); err != nil {
+			c.err("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error())
+			return
 		}
 		c.ok()
 	case "resetstat":

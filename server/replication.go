@@ -32,7 +32,8 @@ func (s *Server) initReplication(cfg Config) {
 			s.master.out = s.master.out[:0]
 		},
 		ResetExec:  func() { s.master.db = 0 },
-		ListenPort: func() int { return s.port },
+		ListenPort: s.replListenPort,
+		Dial:       s.replDial,
 		MasterAuth: cfg.MasterAuth,
 	})
 	for _, sh := range s.store.Shards() {

@@ -92,6 +92,9 @@ type Config struct {
 	// UnixSocketPerm is the Unix socket file's mode (unixsocketperm; 0
 	// keeps what the umask gives). See ParseUnixSocketPerm.
 	UnixSocketPerm os.FileMode
+	// TLS configures the TLS port, the memcached TLS port and TLS
+	// replication (tls.go).
+	TLS TLSConfig
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -192,6 +195,8 @@ type Server struct {
 	shutdownOnce sync.Once
 	done         chan struct{}
 	wg           sync.WaitGroup
+
+	tls tlsState // TLS listeners and configuration (tls.go)
 }
 
 // New prepares a server; Start opens its listeners.
@@ -243,6 +248,7 @@ func New(cfg Config) *Server {
 	s.initReplication(cfg)
 	s.initAOF(cfg.AOF)
 	s.journal = s.journalWrite
+	s.initTLS(cfg.TLS)
 	return s
 }
 
@@ -292,6 +298,10 @@ func (s *Server) Start(cfg Config) error {
 			return err
 		}
 	}
+	if err := s.startTLS(cfg); err != nil {
+		s.Close()
+		return err
+	}
 	for _, l := range s.listeners {
 		s.wg.Add(1)
 		go s.acceptLoop(l)
@@ -310,16 +320,21 @@ func (s *Server) Start(cfg Config) error {
 // (negative: a free port).
 func (s *Server) startMemcached(cfg Config) error {
 	port := max(cfg.MemcachedPort, 0)
-	s.mc = memcache.New(s.store, memcache.Config{MaxItemSize: cfg.MaxItemSize, Logger: s.log,
-		Journal: s.commitMemcached, Loops: s.loops, Admit: s.admitWrite,
-		MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load,
-		Accept: s.admitMemcached})
+	s.mc = s.newMemcache(cfg)
 	mln, err := s.mc.Listen(net.JoinHostPort(cfg.Bind, strconv.Itoa(port)))
 	if err != nil {
 		return fmt.Errorf("memcached port: %w", err)
 	}
 	s.mcAddr = mln.Addr().String()
 	return nil
+}
+
+// newMemcache makes the memcached front end (its listeners come after).
+func (s *Server) newMemcache(cfg Config) *memcache.Server {
+	return memcache.New(s.store, memcache.Config{MaxItemSize: cfg.MaxItemSize, Logger: s.log,
+		Journal: s.commitMemcached, Loops: s.loops, Admit: s.admitWrite,
+		MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load,
+		Accept: s.admitMemcached})
 }
 
 // MemcachedAddr is the address of the memcached listener ("" when off).
@@ -446,6 +461,7 @@ func (s *Server) Close() error {
 	for _, l := range s.listeners {
 		l.Close()
 	}
+	s.closeTLS()
 	if s.mc != nil {
 		s.mc.Close()
 	}
