@@ -1,0 +1,351 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// testPKI is a CA with a server and a client certificate, as PEM files in a
+// temporary directory.
+type testPKI struct {
+	dir                string
+	ca                 *x509.Certificate
+	caKey              *ecdsa.PrivateKey
+	caFile             string
+	certFile, keyFile  string // server (also usable as a client: both key usages)
+	clientCert, client string // client certificate and key files
+	pool               *x509.CertPool
+}
+
+func newTestPKI(t testing.TB) *testPKI {
+	t.Helper()
+	p := &testPKI{dir: t.TempDir()}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "damselfly test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.ca, _ = x509.ParseCertificate(der)
+	p.caKey = key
+	p.caFile = filepath.Join(p.dir, "ca.crt")
+	writePEM(t, p.caFile, "CERTIFICATE", der)
+	p.pool = x509.NewCertPool()
+	p.pool.AddCert(p.ca)
+	p.certFile, p.keyFile = p.issue(t, "server", 2, true)
+	p.clientCert, p.client = p.issue(t, "client", 3, false)
+	return p
+}
+
+// issue signs a certificate for CN name (serial as given) and writes it and
+// its key; a server certificate is valid for 127.0.0.1 and localhost and for
+// both server and client authentication (Redis uses it both ways).
+func (p *testPKI) issue(t testing.TB, name string, serial int64, server bool) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	if server {
+		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
+		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+		tmpl.DNSNames = []string{"localhost"}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile = filepath.Join(p.dir, name+".crt")
+	keyFile = filepath.Join(p.dir, name+".key")
+	writePEM(t, certFile, "CERTIFICATE", der)
+	writePEM(t, keyFile, "PRIVATE KEY", kder)
+	return certFile, keyFile
+}
+
+func writePEM(t testing.TB, path, typ string, der []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// clientTLS is a client configuration trusting the CA, with the client
+// certificate when withCert.
+func (p *testPKI) clientTLS(t testing.TB, withCert bool) *tls.Config {
+	t.Helper()
+	cfg := &tls.Config{RootCAs: p.pool, ServerName: "127.0.0.1"}
+	if withCert {
+		cert, err := tls.LoadX509KeyPair(p.clientCert, p.client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg
+}
+
+func (p *testPKI) serverTLS(auth string) TLSConfig {
+	return TLSConfig{Port: -1, CertFile: p.certFile, KeyFile: p.keyFile, CACertFile: p.caFile, AuthClients: auth}
+}
+
+func startTLSServer(t testing.TB, p *testPKI, auth string, mutate ...func(*Config)) *Server {
+	t.Helper()
+	return startServer(t, append([]func(*Config){func(c *Config) { c.TLS = p.serverTLS(auth) }}, mutate...)...)
+}
+
+func tlsClient(t testing.TB, addr string, cfg *tls.Config) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, TLSConfig: cfg, MaxRetries: -1, DialTimeout: 2 * time.Second})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// TestTLSClientAuth: go-redis over TLS under each tls-auth-clients mode.
+func TestTLSClientAuth(t *testing.T) {
+	p := newTestPKI(t)
+	ctx := context.Background()
+	other := newTestPKI(t) // a CA the server does not trust
+	for _, tc := range []struct {
+		auth                  string
+		noCert, strangerCert bool // accepted?
+	}{
+		{"yes", false, false},
+		{"optional", true, false},
+		{"no", true, true},
+	} {
+		t.Run(tc.auth, func(t *testing.T) {
+			s := startTLSServer(t, p, tc.auth)
+			rdb := tlsClient(t, s.TLSAddr(), p.clientTLS(t, true))
+			if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
+				t.Fatalf("with a client certificate: %v", err)
+			}
+			if got := rdb.Get(ctx, "k").Val(); got != "v" {
+				t.Fatalf("GET %q", got)
+			}
+			err := tlsClient(t, s.TLSAddr(), p.clientTLS(t, false)).Ping(ctx).Err()
+			if (err == nil) != tc.noCert {
+				t.Fatalf("without a certificate: err %v, want accepted=%v", err, tc.noCert)
+			}
+			stranger := p.clientTLS(t, false)
+			cert, _ := tls.LoadX509KeyPair(other.clientCert, other.client)
+			stranger.Certificates = []tls.Certificate{cert}
+			err = tlsClient(t, s.TLSAddr(), stranger).Ping(ctx).Err()
+			if (err == nil) != tc.strangerCert {
+				t.Fatalf("with an untrusted certificate: err %v, want accepted=%v", err, tc.strangerCert)
+			}
+			// The plain port still speaks plain RESP; the TLS port does not.
+			if err := newClient(t, s).Ping(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			plain := redis.NewClient(&redis.Options{Addr: s.TLSAddr(), MaxRetries: -1, ReadTimeout: time.Second})
+			defer plain.Close()
+			if err := plain.Ping(ctx).Err(); err == nil {
+				t.Fatal("plain RESP accepted on the TLS port")
+			}
+		})
+	}
+}
+
+// TestTLSLimits: a TLS client is a client like any other: CLIENT LIST shows
+// it, requirepass applies, and maxclients refuses it with Redis's error,
+// sent over TLS.
+func TestTLSLimits(t *testing.T) {
+	p := newTestPKI(t)
+	ctx := context.Background()
+	s := startTLSServer(t, p, "yes", func(c *Config) { c.RequirePass = "pw"; c.MaxClients = 2 })
+	a := tlsClient(t, s.TLSAddr(), p.clientTLS(t, true))
+	if err := a.Ping(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOAUTH") {
+		t.Fatalf("before AUTH: %v", err)
+	}
+	if err := a.Do(ctx, "AUTH", "pw").Err(); err != nil {
+		t.Fatal(err)
+	}
+	b := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: "pw"})
+	defer b.Close()
+	if err := b.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(b.ClientList(ctx).Val(), "\n"); n != 2 {
+		t.Fatalf("CLIENT LIST has %d clients", n)
+	}
+	nc, err := tls.Dial("tcp", s.TLSAddr(), p.clientTLS(t, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, _ := bufio.NewReader(nc).ReadString('\n')
+	if line != maxClientsReply {
+		t.Fatalf("third client got %q", line)
+	}
+}
+
+// TestTLSRedisCLI: redis-cli --tls --cacert --cert --key.
+func TestTLSRedisCLI(t *testing.T) {
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Skip("redis-cli not installed (apt-get install -y redis-tools)")
+	}
+	p := newTestPKI(t)
+	s := startTLSServer(t, p, "yes")
+	_, port, _ := net.SplitHostPort(s.TLSAddr())
+	base := []string{"--tls", "--cacert", p.caFile, "--cert", p.clientCert, "--key", p.client, "-h", "127.0.0.1", "-p", port}
+	out, err := exec.Command(cli, append(base, "SET", "greeting", "hello")...).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "OK" {
+		t.Fatalf("SET: %s %v", out, err)
+	}
+	out, err = exec.Command(cli, append(base, "GET", "greeting")...).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "hello" {
+		t.Fatalf("GET: %s %v", out, err)
+	}
+	// Without its certificate redis-cli cannot get in.
+	out, _ = exec.Command(cli, "--tls", "--cacert", p.caFile, "-h", "127.0.0.1", "-p", port, "PING").CombinedOutput()
+	if strings.Contains(string(out), "PONG") {
+		t.Fatalf("PING without a client certificate: %s", out)
+	}
+}
+
+func peerSerial(t testing.TB, addr string, cfg *tls.Config) int64 {
+	t.Helper()
+	nc, err := tls.Dial("tcp", addr, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	return nc.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+}
+
+// TestTLSReload: CONFIG SET tls-cert-file/tls-key-file swaps the certificate
+// for new connections without a restart; connections already open keep
+// working; a pair that does not match is refused with Redis's error and
+// changes nothing.
+func TestTLSReload(t *testing.T) {
+	p := newTestPKI(t)
+	ctx := context.Background()
+	s := startTLSServer(t, p, "yes")
+	cfg := p.clientTLS(t, true)
+	if got := peerSerial(t, s.TLSAddr(), cfg); got != 2 {
+		t.Fatalf("serial %d", got)
+	}
+	old := tlsClient(t, s.TLSAddr(), cfg)
+	if err := old.Set(ctx, "k", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	newCert, newKey := p.issue(t, "server2", 42, true)
+	ctl := newClient(t, s)
+	if err := ctl.ConfigSet(ctx, "tls-cert-file", newCert).Err(); err == nil {
+		t.Fatal("a certificate without its key was accepted") // its key is still server.key
+	} else if want := "ERR CONFIG SET failed (possibly related to argument 'tls-cert-file') - Unable to update TLS configuration. Check server logs."; err.Error() != want {
+		t.Fatalf("got %q\nwant %q", err, want)
+	}
+	if got := ctl.ConfigGet(ctx, "tls-cert-file").Val()["tls-cert-file"]; got != p.certFile {
+		t.Fatalf("tls-cert-file after a failed SET: %q", got)
+	}
+	if err := ctl.Do(ctx, "CONFIG", "SET", "tls-cert-file", newCert, "tls-key-file", newKey).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := peerSerial(t, s.TLSAddr(), cfg); got != 42 {
+		t.Fatalf("serial after reload %d", got)
+	}
+	if got := old.Get(ctx, "k").Val(); got != "1" {
+		t.Fatalf("old connection GET %q", got)
+	}
+	// tls-auth-clients changes apply to new connections too.
+	if err := ctl.ConfigSet(ctx, "tls-auth-clients", "no").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tlsClient(t, s.TLSAddr(), p.clientTLS(t, false)).Ping(ctx).Err(); err != nil {
+		t.Fatalf("without a certificate after tls-auth-clients no: %v", err)
+	}
+	if err := ctl.ConfigSet(ctx, "tls-auth-clients", "maybe").Err(); err == nil ||
+		err.Error() != "ERR CONFIG SET failed (possibly related to argument 'tls-auth-clients') - argument(s) must be one of the following: no, yes, optional" {
+		t.Fatalf("bad tls-auth-clients: %v", err)
+	}
+	// tls-port moves the listener.
+	if err := ctl.ConfigSet(ctx, "tls-port", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if s.TLSAddr() != "" {
+		t.Fatal("TLS listener still open")
+	}
+	port := freePort(t)
+	if err := ctl.ConfigSet(ctx, "tls-port", strconv.Itoa(port)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tlsClient(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cfg).Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := ctl.ConfigGet(ctx, "tls-port").Val()["tls-port"]; got != strconv.Itoa(port) {
+		t.Fatalf("tls-port %q", got)
+	}
+}
+
+// TestTLSConfigErrorsAsRedis: the CONFIG SET errors of the TLS parameters
+// are redis-server 7.0.15's, byte for byte.
+func TestTLSConfigErrorsAsRedis(t *testing.T) {
+	p := newTestPKI(t)
+	ctx := context.Background()
+	tlsPort := freePort(t)
+	raddr := startRedis(t, "--tls-port", strconv.Itoa(tlsPort), "--tls-cert-file", p.certFile,
+		"--tls-key-file", p.keyFile, "--tls-ca-cert-file", p.caFile)
+	r := redis.NewClient(&redis.Options{Addr: raddr, Protocol: 2})
+	defer r.Close()
+	s := startTLSServer(t, p, "yes")
+	d := newClient(t, s)
+	newCert, _ := p.issue(t, "server3", 43, true)
+	for _, args := range [][]any{
+		{"CONFIG", "SET", "tls-cert-file", newCert},
+		{"CONFIG", "SET", "tls-key-file", filepath.Join(p.dir, "missing.key")},
+		{"CONFIG", "SET", "tls-auth-clients", "maybe"},
+		{"CONFIG", "SET", "tls-replication", "perhaps"},
+		{"CONFIG", "SET", "tls-port", "70000"},
+		{"CONFIG", "SET", "tls-ca-cert-file", filepath.Join(p.dir, "missing.crt")},
+		{"CONFIG", "GET", "tls-auth-clients"},
+		{"CONFIG", "GET", "tls-replication"},
+		{"CONFIG", "GET", "tls-protocols"},
+	} {
+		want, werr := r.Do(ctx, args...).Result()
+		got, gerr := d.Do(ctx, args...).Result()
+		if strings.Join(strings.Fields(stringOf(want, werr)), " ") != strings.Join(strings.Fields(stringOf(got, gerr)), " ") {
+			t.Errorf("%v:\n redis     %v %v\n damselfly %v %v", args, want, werr, got, gerr)
+		}
+	}
+}
+
+func stringOf(v any, err error) string {
+	if err != nil {
+		return "error " + err.Error()
+	}
+	return fmt.Sprint(v)
+}
