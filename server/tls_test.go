@@ -349,3 +349,135 @@ func stringOf(v any, err error) string {
 	}
 	return fmt.Sprint(v)
 }
+
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestTLSRedisReplicaOfUs: redis-server 7.0 replicates Damselfly through
+// Damselfly's TLS port (tls-replication yes on its side, client certificate
+// required on ours): full sync, then the command stream.
+func TestTLSRedisReplicaOfUs(t *testing.T) {
+	p := newTestPKI(t)
+	ctx := context.Background()
+	s := startTLSServer(t, p, "yes")
+	primary := newClient(t, s)
+	for i := 0; i < 100; i++ {
+		primary.Set(ctx, "before:"+strconv.Itoa(i), i, 0)
+	}
+	host, port, _ := net.SplitHostPort(s.TLSAddr())
+	raddr := startRedis(t, "--tls-replication", "yes", "--tls-cert-file", p.certFile, "--tls-key-file", p.keyFile,
+		"--tls-ca-cert-file", p.caFile, "--replicaof", host, port)
+	replica := redis.NewClient(&redis.Options{Addr: raddr, Protocol: 2})
+	defer replica.Close()
+	waitUntil(t, "the full sync", func() bool { return replica.DBSize(ctx).Val() == 100 })
+	primary.Set(ctx, "after", "streamed", 0)
+	primary.RPush(ctx, "list", "a", "b")
+	waitUntil(t, "the stream", func() bool { return replica.LLen(ctx, "list").Val() == 2 })
+	if got := replica.Get(ctx, "after").Val(); got != "streamed" {
+		t.Fatalf("replica GET after = %q", got)
+	}
+	if info := replica.Info(ctx, "replication").Val(); !strings.Contains(info, "master_link_status:up") {
+		t.Fatalf("replica INFO:\n%s", info)
+	}
+}
+
+// TestTLSReplicaOfRedis: with tls-replication yes Damselfly replicates a
+// redis-server 7.0 that serves only TLS clients with certificates.
+func TestTLSReplicaOfRedis(t *testing.T) {
+	p := newTestPKI(t)
+	ctx := context.Background()
+	tlsPort := freePort(t)
+	raddr := startRedis(t, "--tls-port", strconv.Itoa(tlsPort), "--tls-cert-file", p.certFile,
+		"--tls-key-file", p.keyFile, "--tls-ca-cert-file", p.caFile, "--tls-auth-clients", "yes", "--repl-diskless-sync-delay", "0")
+	primary := redis.NewClient(&redis.Options{Addr: raddr, Protocol: 2})
+	defer primary.Close()
+	for i := 0; i < 100; i++ {
+		primary.Set(ctx, "before:"+strconv.Itoa(i), i, 0)
+	}
+	s := startServer(t, func(c *Config) {
+		c.TLS = p.serverTLS("yes")
+		c.TLS.Port, c.TLS.Replication = 0, true
+	})
+	replica := newClient(t, s)
+	if err := replica.Do(ctx, "REPLICAOF", "127.0.0.1", tlsPort).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the full sync", func() bool { return replica.DBSize(ctx).Val() == 100 })
+	primary.Set(ctx, "after", "streamed", 0)
+	waitUntil(t, "the stream", func() bool { return replica.Get(ctx, "after").Val() == "streamed" })
+	if info := primary.Info(ctx, "replication").Val(); !strings.Contains(info, "connected_slaves:1") {
+		t.Fatalf("primary INFO:\n%s", info)
+	}
+}
+
+// TestMemcachedTLS: the memcached protocol over TLS, and its access rule
+// under a password: from another host only with a client certificate.
+func TestMemcachedTLS(t *testing.T) {
+	p := newTestPKI(t)
+	ip := nonLoopbackIP()
+	for _, tc := range []struct {
+		auth           string
+		remoteNoCert   bool // a remote client without a certificate is served
+		remoteWithCert bool
+	}{
+		{"yes", false, true},
+		{"optional", false, true},
+		{"no", false, false},
+	} {
+		t.Run(tc.auth, func(t *testing.T) {
+			s := startServer(t, func(c *Config) {
+				c.Bind, c.RequirePass = "0.0.0.0", "pw"
+				c.TLS = p.serverTLS(tc.auth)
+				c.TLS.Port, c.TLS.MemcachedPort = 0, -1
+			})
+			_, port, _ := net.SplitHostPort(s.MemcachedTLSAddr())
+			try := func(host string, withCert bool) (string, bool) {
+				nc, err := tls.Dial("tcp", net.JoinHostPort(host, port), p.clientTLS(t, withCert))
+				if err != nil {
+					return err.Error(), false
+				}
+				defer nc.Close()
+				_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+				nc.Write([]byte("set k 0 0 5\r\nhello\r\nget k\r\n"))
+				rd := bufio.NewReader(nc)
+				first, err := rd.ReadString('\n')
+				if err != nil || first != "STORED\r\n" {
+					return first, false
+				}
+				var rest string
+				for i := 0; i < 3; i++ {
+					l, _ := rd.ReadString('\n')
+					rest += l
+				}
+				return rest, rest == "VALUE k 0 5\r\nhello\r\nEND\r\n"
+			}
+			// Loopback clients are served with or without a certificate
+			// when the handshake allows it.
+			if got, ok := try("127.0.0.1", true); !ok {
+				t.Fatalf("local client with a certificate: %q", got)
+			}
+			if got, ok := try("127.0.0.1", false); ok != (tc.auth != "yes") {
+				t.Fatalf("local client without a certificate: %q", got)
+			}
+			if ip == "" {
+				t.Skip("no non-loopback address to connect from")
+			}
+			if got, ok := try(ip, false); ok != tc.remoteNoCert {
+				t.Fatalf("remote client without a certificate: %q (served %v)", got, ok)
+			} else if !ok && tc.auth != "yes" && !strings.HasPrefix(got, "SERVER_ERROR the memcached protocol has no authentication") {
+				t.Fatalf("remote client without a certificate got %q", got)
+			}
+			if got, ok := try(ip, true); ok != tc.remoteWithCert {
+				t.Fatalf("remote client with a certificate: %q (served %v)", got, ok)
+			}
+		})
+	}
+}
