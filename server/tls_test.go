@@ -481,3 +481,27 @@ func TestMemcachedTLS(t *testing.T) {
 		})
 	}
 }
+
+// TestTLSProtectedMode: protected mode refuses TLS clients from other hosts
+// as it does plain ones, with Redis's -DENIED sent over TLS.
+func TestTLSProtectedMode(t *testing.T) {
+	ip := nonLoopbackIP()
+	if ip == "" {
+		t.Skip("no non-loopback address to connect from")
+	}
+	p := newTestPKI(t)
+	s := startTLSServer(t, p, "yes", func(c *Config) { c.Bind, c.ProtectedMode = "0.0.0.0", true })
+	_, port, _ := net.SplitHostPort(s.TLSAddr())
+	nc, err := tls.Dial("tcp", net.JoinHostPort(ip, port), p.clientTLS(t, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if line, _ := bufio.NewReader(nc).ReadString('\n'); line != deniedReply {
+		t.Fatalf("remote TLS client got %q", line)
+	}
+	if err := tlsClient(t, net.JoinHostPort("127.0.0.1", port), p.clientTLS(t, true)).Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("loopback TLS client: %v", err)
+	}
+}
