@@ -11,7 +11,9 @@
 # the load average before the run. Servers run on core 0, redis-benchmark on
 # core 1 (taskset). Certificates (a CA, a server and a client certificate,
 # ECDSA P-256) are made with openssl in $BENCH_DIR. DAMSELFLY is the binary
-# (default: go build ./cmd/damselfly).
+# (default: go build ./cmd/damselfly). damselfly-gpc is Damselfly with
+# --goroutine-per-conn over plain TCP: the serving mode TLS connections use,
+# so TLS's own cost is the difference between it and the TLS row.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-200000}
@@ -44,8 +46,9 @@ start() { # start NAME -> PORT (plain), TPORT (TLS), SERVER_PID
     taskset -c 0 redis-server --port "$PORT" --tls-port "$TPORT" --bind 127.0.0.1 --dir "$dir" --save "" \
       --appendonly no "${TLSARGS[@]}" >"$dir/log" 2>&1 &
   else
+    local extra=(); [ "$name" = damselfly-gpc ] && extra=(--goroutine-per-conn)
     taskset -c 0 "$DAMSELFLY" --port "$PORT" --tls-port "$TPORT" --bind 127.0.0.1 --dir "$dir" --save "" \
-      "${TLSARGS[@]}" >"$dir/log" 2>&1 &
+      "${TLSARGS[@]}" "${extra[@]}" >"$dir/log" 2>&1 &
   fi
   SERVER_PID=$!
   for _ in $(seq 100); do redis-cli -p "$PORT" PING >/dev/null 2>&1 && return; sleep 0.05; done
@@ -58,9 +61,10 @@ echo "requests $N per test, $C clients, 100-byte values; $(nproc) cores; $(redis
 echo
 echo "| server | transport | test | ops/s | p50 ms | server CPU µs/request | load avg (1 min) |"
 echo "|---|---|---|---|---|---|---|"
-for name in damselfly redis; do
+for name in damselfly damselfly-gpc redis; do
   start "$name"
-  for transport in plain tls; do
+  transports="plain tls"; [ "$name" = damselfly-gpc ] && transports=plain
+  for transport in $transports; do
     if [ "$transport" = tls ]; then args=(-p "$TPORT" "${CLITLS[@]}"); else args=(-p "$PORT"); fi
     for test in set get; do
       load=$(cut -d' ' -f1 /proc/loadavg)
