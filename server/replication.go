@@ -61,7 +61,7 @@ func (s *Server) startReplicaOf(hp string) error {
 
 // isSelf reports whether host:port is this server.
 func (s *Server) isSelf(host string, port int) bool {
-	if port != s.port {
+	if port != s.port && int64(port) != s.tls.port.Load() {
 		return false
 	}
 	ips, err := net.LookupIP(host)

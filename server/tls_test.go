@@ -309,6 +309,9 @@ func TestTLSReload(t *testing.T) {
 	if got := ctl.ConfigGet(ctx, "tls-port").Val()["tls-port"]; got != strconv.Itoa(port) {
 		t.Fatalf("tls-port %q", got)
 	}
+	if err := ctl.Do(ctx, "REPLICAOF", "127.0.0.1", port).Err(); err == nil || err.Error() != "ERR REPLICAOF cannot point a server at itself" {
+		t.Fatalf("REPLICAOF its own TLS port: %v", err)
+	}
 }
 
 // TestTLSConfigErrorsAsRedis: the CONFIG SET errors of the TLS parameters
