@@ -196,8 +196,9 @@ func TestTLSLimits(t *testing.T) {
 	if err := b.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(b.ClientList(ctx).Val(), "\n"); n != 2 {
-		t.Fatalf("CLIENT LIST has %d clients", n)
+	list := b.ClientList(ctx).Val()
+	if n := strings.Count(list, "\n"); n != 2 || strings.Contains(list, "fd=-1") {
+		t.Fatalf("CLIENT LIST:\n%s", list)
 	}
 	nc, err := tls.Dial("tcp", s.TLSAddr(), p.clientTLS(t, true))
 	if err != nil {
