@@ -509,3 +509,53 @@ func TestTLSProtectedMode(t *testing.T) {
 		t.Fatalf("loopback TLS client: %v", err)
 	}
 }
+
+// TestTLSProtocolsAndCiphers: tls-protocols and tls-ciphers (OpenSSL names)
+// decide what a handshake may use.
+func TestTLSProtocolsAndCiphers(t *testing.T) {
+	p := newTestPKI(t)
+	ctx := context.Background()
+	s := startTLSServer(t, p, "yes")
+	ctl := newClient(t, s)
+	dial := func(minV, maxV uint16, suites ...uint16) error {
+		cfg := p.clientTLS(t, true)
+		cfg.MinVersion, cfg.MaxVersion, cfg.CipherSuites = minV, maxV, suites
+		nc, err := tls.Dial("tcp", s.TLSAddr(), cfg)
+		if err == nil {
+			// With TLS 1.3 a refused client certificate shows on the first read.
+			nc.Write([]byte("PING\r\n"))
+			_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, err = bufio.NewReader(nc).ReadString('\n')
+			nc.Close()
+		}
+		return err
+	}
+	if err := dial(tls.VersionTLS12, tls.VersionTLS12); err != nil {
+		t.Fatalf("TLS 1.2 by default: %v", err)
+	}
+	if err := dial(tls.VersionTLS11, tls.VersionTLS11); err == nil {
+		t.Fatal("TLS 1.1 accepted by default")
+	}
+	if err := ctl.ConfigSet(ctx, "tls-protocols", "TLSv1.3").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dial(tls.VersionTLS12, tls.VersionTLS12); err == nil {
+		t.Fatal("TLS 1.2 accepted with tls-protocols TLSv1.3")
+	}
+	if err := dial(tls.VersionTLS13, tls.VersionTLS13); err != nil {
+		t.Fatalf("TLS 1.3: %v", err)
+	}
+	if err := ctl.Do(ctx, "CONFIG", "SET", "tls-protocols", "TLSv1.2", "tls-ciphers", "ECDHE-ECDSA-AES256-GCM-SHA384").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dial(tls.VersionTLS12, tls.VersionTLS12, tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384); err != nil {
+		t.Fatalf("the configured cipher: %v", err)
+	}
+	if err := dial(tls.VersionTLS12, tls.VersionTLS12, tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256); err == nil {
+		t.Fatal("a cipher outside tls-ciphers accepted")
+	}
+	if err := ctl.ConfigSet(ctx, "tls-ciphers", "NO-SUCH-CIPHER").Err(); err == nil ||
+		!strings.HasSuffix(err.Error(), "Unable to update TLS configuration. Check server logs.") {
+		t.Fatalf("unknown cipher: %v", err)
+	}
+}
