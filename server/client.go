@@ -122,6 +122,8 @@ type Client struct {
 	aofLoading bool
 	// gate is the event loop's busy-script gate (script.go), nil off loops.
 	gate *loopGate
+	// tio is a TLS client's encryption while a loop serves it (tlsloop.go).
+	tio *tlsLoopIO
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {

@@ -277,7 +277,8 @@ func (s *Server) handshake(tc *tls.Conn, raw net.Conn) bool {
 
 // serveTLSConn serves one connection of the TLS port on this goroutine.
 func (s *Server) serveTLSConn(raw *net.TCPConn) {
-	tc := tls.Server(raw, s.tls.listenCfg)
+	w := &tlsWire{Conn: raw, raw: raw, laddr: raw.LocalAddr(), raddr: raw.RemoteAddr()}
+	tc := tls.Server(w, s.tls.listenCfg)
 	if !s.handshake(tc, raw) {
 		return
 	}
@@ -306,7 +307,10 @@ func (s *Server) serveTLSConn(raw *net.TCPConn) {
 	}
 	s.clients[c.id] = c
 	s.clientsMu.Unlock()
-	c.serve()
+	if s.adoptTLS(c, tc, w) {
+		return
+	}
+	c.serveFrom(c.w > 0) // input the handshake read comes first
 }
 
 // admitMemcachedTLS judges a connection of the memcached TLS port after its
@@ -401,7 +405,8 @@ func buildTLS(st tlsSettings) (srv, cli *tls.Config, err error) {
 		return nil, nil, err
 	}
 	srv = &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: auth, ClientCAs: pool,
-		MinVersion: minV, MaxVersion: maxV, CipherSuites: suites, SessionTicketsDisabled: !st.sessionCaching}
+		DynamicRecordSizingDisabled: true, // full records: fewer writes for large replies
+		MinVersion:                  minV, MaxVersion: maxV, CipherSuites: suites, SessionTicketsDisabled: !st.sessionCaching}
 	// Like Redis, a replica checks its primary's certificate against the
 	// CA but not against a host name (primaries are often addressed by IP).
 	cli = &tls.Config{Certificates: []tls.Certificate{clientCert}, MinVersion: minV, MaxVersion: maxV,

@@ -137,7 +137,7 @@ func TestTLSClientAuth(t *testing.T) {
 	ctx := context.Background()
 	other := newTestPKI(t) // a CA the server does not trust
 	for _, tc := range []struct {
-		auth                  string
+		auth                 string
 		noCert, strangerCert bool // accepted?
 	}{
 		{"yes", false, false},
@@ -558,4 +558,114 @@ func TestTLSProtocolsAndCiphers(t *testing.T) {
 		!strings.HasSuffix(err.Error(), "Unable to update TLS configuration. Check server logs.") {
 		t.Fatalf("unknown cipher: %v", err)
 	}
+}
+
+// TestTLSOnLoops: TLS clients served by the event loops keep every property
+// of the RESP path: large values in many records both ways, pipelining,
+// blocking commands and Pub/Sub (which move the client to a goroutine
+// mid-session), and CLIENT KILL.
+func TestTLSOnLoops(t *testing.T) {
+	p := newTestPKI(t)
+	ctx := context.Background()
+	forEachConnMode(t, func(t *testing.T, mutate func(*Config)) {
+		s := startTLSServer(t, p, "yes", mutate)
+		cfg := p.clientTLS(t, true)
+		a := tlsClient(t, s.TLSAddr(), cfg)
+		big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB: ~64 records
+		if err := a.Set(ctx, "big", big, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got := a.Get(ctx, "big").Val(); got != big {
+			t.Fatalf("GET big: %d bytes", len(got))
+		}
+		pipe := a.Pipeline()
+		for i := 0; i < 500; i++ {
+			pipe.Incr(ctx, "n")
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := a.Get(ctx, "n").Val(); got != "500" {
+			t.Fatalf("n = %s", got)
+		}
+		// A blocking pop detaches the client; it keeps its TLS session.
+		done := make(chan []string, 1)
+		go func() { done <- a.BLPop(ctx, 5*time.Second, "q").Val() }()
+		b := tlsClient(t, s.TLSAddr(), cfg)
+		waitUntil(t, "BLPOP to block", func() bool {
+			return strings.Contains(b.ClientList(ctx).Val(), "cmd=blpop")
+		})
+		b.RPush(ctx, "q", "x")
+		if got := <-done; len(got) != 2 || got[1] != "x" {
+			t.Fatalf("BLPOP %v", got)
+		}
+		if got := a.Get(ctx, "big").Val(); got != big {
+			t.Fatal("after detaching: GET big differs")
+		}
+		sub := b.Subscribe(ctx, "ch")
+		defer sub.Close()
+		if _, err := sub.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+		a.Publish(ctx, "ch", "hello")
+		if m, err := sub.ReceiveMessage(ctx); err != nil || m.Payload != "hello" {
+			t.Fatalf("message %v %v", m, err)
+		}
+		// CLIENT KILL reaches a TLS client on a loop.
+		c := tlsClient(t, s.TLSAddr(), cfg)
+		id := c.ClientID(ctx).Val()
+		if err := a.ClientKillByFilter(ctx, "ID", strconv.FormatInt(id, 10)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, "the killed client to go", func() bool {
+			return !strings.Contains(a.ClientList(ctx).Val(), "id="+strconv.FormatInt(id, 10)+" ")
+		})
+	})
+}
+
+// coalescingConn holds a TLS client's second write (its last handshake
+// flight) and sends it with the third (the first command), so the server's
+// handshake reads the command too.
+type coalescingConn struct {
+	net.Conn
+	writes int
+	held   []byte
+}
+
+func (c *coalescingConn) Write(b []byte) (int, error) {
+	c.writes++
+	switch c.writes {
+	case 2:
+		c.held = append([]byte(nil), b...)
+		return len(b), nil
+	case 3:
+		_, err := c.Conn.Write(append(c.held, b...))
+		return len(b), err
+	}
+	return c.Conn.Write(b)
+}
+
+// TestTLSInputWithHandshake: a command that arrives with the end of the
+// handshake is answered (it is already decrypted, so epoll would never
+// report it).
+func TestTLSInputWithHandshake(t *testing.T) {
+	p := newTestPKI(t)
+	forEachConnMode(t, func(t *testing.T, mutate func(*Config)) {
+		s := startTLSServer(t, p, "yes", mutate)
+		raw, err := net.Dial("tcp", s.TLSAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		cfg := p.clientTLS(t, true)
+		cfg.MinVersion = tls.VersionTLS13
+		tc := tls.Client(&coalescingConn{Conn: raw}, cfg)
+		if _, err := tc.Write([]byte("PING\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		_ = tc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if line, err := bufio.NewReader(tc).ReadString('\n'); line != "+PONG\r\n" {
+			t.Fatalf("got %q %v", line, err)
+		}
+	})
 }
