@@ -24,11 +24,12 @@ import (
 // connection gets a goroutine that runs the handshake (bounded by
 // tlsHandshakeTimeout), then applies the same admission as plain TCP
 // (protected mode, maxclients, both answered over TLS so the client can read
-// them) and serves the client on that goroutine (Client.serve, the
-// --goroutine-per-conn path): the epoll loops keep serving plain TCP and the
-// Unix socket only, since they read and write raw file descriptors. The
-// memcached port over TLS (Config.TLS.MemcachedPort) works the same way
-// through memcache.Server.ServeAdmit.
+// them) and hands the client to an event loop like a plain one: the loop
+// reads ciphertext, crypto/tls decrypts it into the client's input, and the
+// replies are encrypted into the loop's output (tlsloop.go). With
+// --goroutine-per-conn the goroutine serves the client itself. The
+// memcached port over TLS (Config.TLS.MemcachedPort) serves each client on
+// its own goroutine, through memcache.Server.ServeAdmit.
 //
 // Invariants:
 //   - Every handshake reads the current *tls.Config through an atomic pointer
