@@ -107,6 +107,7 @@ type tlsState struct {
 	port    atomic.Int64 // its port
 	mcAddr  string
 	pending map[net.Conn]struct{} // mid-handshake, closed by closeTLS
+	rbufs   sync.Pool             // read buffers of TLS clients on loops (tlsloop.go)
 	closed  bool
 }
 

@@ -38,7 +38,6 @@ type tlsWire struct {
 	raw          *net.TCPConn
 	laddr, raddr net.Addr
 	in           []byte // raw input read by the loop, not yet taken by tls.Conn
-	rbuf         []byte
 	out          []byte // encrypted output not yet written
 	outPos       int
 }
@@ -147,18 +146,25 @@ func (t *tlsLoopIO) decrypt(c *Client) (n int, end bool) {
 // into c.in[c.w:]. It answers as netpoll.Read does: EAGAIN when nothing
 // usable arrived (only part of a record), n <= 0 at the end.
 func (t *tlsLoopIO) read(fd int, c *Client) (int, syscall.Errno) {
-	if t.w.rbuf == nil {
-		t.w.rbuf = make([]byte, 16<<10+512)
+	// The read buffer is borrowed: decrypt leaves the wire empty unless the
+	// stream ended, so no client keeps ciphertext between reads.
+	pool := &c.srv.tls.rbufs
+	rb, _ := pool.Get().(*[]byte)
+	if rb == nil {
+		b := make([]byte, 16<<10+512)
+		rb = &b
 	}
-	k, errno := netpoll.Read(fd, t.w.rbuf)
+	defer pool.Put(rb)
+	k, errno := netpoll.Read(fd, *rb)
 	if errno == syscall.EAGAIN || errno == syscall.EINTR {
 		return 0, errno
 	}
 	if k <= 0 {
 		return 0, 0
 	}
-	t.w.in = t.w.rbuf[:k]
+	t.w.in = (*rb)[:k]
 	n, end := t.decrypt(c)
+	t.w.in = nil
 	switch {
 	case n > 0:
 		return n, 0 // an end shows again on the next read
