@@ -108,6 +108,8 @@ type tlsState struct {
 	mcAddr  string
 	pending map[net.Conn]struct{} // mid-handshake, closed by closeTLS
 	rbufs   sync.Pool             // read buffers of TLS clients on loops (tlsloop.go)
+	// handshakeTimeout is tlsHandshakeTimeout (shorter in tests).
+	handshakeTimeout time.Duration
 	closed  bool
 }
 
@@ -125,6 +127,7 @@ func (s *Server) initTLS(cfg TLSConfig) {
 	t.mcPort = cfg.MemcachedPort
 	t.replication.Store(cfg.Replication)
 	t.pending = map[net.Conn]struct{}{}
+	t.handshakeTimeout = tlsHandshakeTimeout
 	t.listenCfg = &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
 		if c := t.server.Load(); c != nil {
 			return c, nil
@@ -263,7 +266,7 @@ func (s *Server) handshake(tc *tls.Conn, raw net.Conn) bool {
 	}
 	t.pending[raw] = struct{}{}
 	t.mu.Unlock()
-	_ = raw.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
+	_ = raw.SetDeadline(time.Now().Add(t.handshakeTimeout))
 	err := tc.Handshake()
 	_ = raw.SetDeadline(time.Time{})
 	t.mu.Lock()

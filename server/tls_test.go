@@ -669,3 +669,33 @@ func TestTLSInputWithHandshake(t *testing.T) {
 		}
 	})
 }
+
+// TestTLSHandshakeTimeout: a peer that connects to the TLS port and never
+// completes a handshake is disconnected, and Close does not wait for it.
+func TestTLSHandshakeTimeout(t *testing.T) {
+	p := newTestPKI(t)
+	s := startServerPrepared(t, func(s *Server) { s.tls.handshakeTimeout = 200 * time.Millisecond },
+		func(c *Config) { c.TLS = p.serverTLS("yes") })
+	nc, err := net.Dial("tcp", s.TLSAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	start := time.Now()
+	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := nc.Read(make([]byte, 1)); err == nil || time.Since(start) > 3*time.Second {
+		t.Fatalf("still connected after %v (err %v)", time.Since(start), err)
+	}
+	// One mid-handshake at Close.
+	idle, err := net.Dial("tcp", s.TLSAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	time.Sleep(50 * time.Millisecond)
+	start = time.Now()
+	s.Close()
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Close took %v", d)
+	}
+}
