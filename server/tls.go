@@ -110,7 +110,7 @@ type tlsState struct {
 	rbufs   sync.Pool             // read buffers of TLS clients on loops (tlsloop.go)
 	// handshakeTimeout is tlsHandshakeTimeout (shorter in tests).
 	handshakeTimeout time.Duration
-	closed  bool
+	closed           bool
 }
 
 func (s *Server) initTLS(cfg TLSConfig) {
