@@ -198,6 +198,11 @@ func (s *Server) listenTLS(port int) error {
 		return fmt.Errorf("tls-port: %w", err)
 	}
 	s.tls.mu.Lock()
+	if s.tls.closed { // CONFIG SET racing Close
+		s.tls.mu.Unlock()
+		ln.Close()
+		return errors.New("tls-port: the server is closing")
+	}
 	s.tls.ln = ln
 	s.tls.mu.Unlock()
 	s.tls.port.Store(int64(ln.Addr().(*net.TCPAddr).Port))
@@ -731,7 +736,7 @@ func (s *Server) tlsConfigApply() (string, error) {
 				t.server.Store(srv)
 				if err := s.listenTLS(next.port); err != nil {
 					if prev.port != 0 {
-						_ = s.listenTLS(prev.port)
+						_ = s.listenTLS(max(prev.port, 0))
 					}
 					return fail("tls-port", "Unable to listen on this port. Check server logs.", err)
 				}

@@ -313,6 +313,23 @@ func TestTLSReload(t *testing.T) {
 	if err := ctl.Do(ctx, "REPLICAOF", "127.0.0.1", port).Err(); err == nil || err.Error() != "ERR REPLICAOF cannot point a server at itself" {
 		t.Fatalf("REPLICAOF its own TLS port: %v", err)
 	}
+	// A port that is taken: Redis's error, and the listener stays where it was.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	busyPort := busy.Addr().(*net.TCPAddr).Port
+	if err := ctl.ConfigSet(ctx, "tls-port", strconv.Itoa(busyPort)).Err(); err == nil ||
+		err.Error() != "ERR CONFIG SET failed (possibly related to argument 'tls-port') - Unable to listen on this port. Check server logs." {
+		t.Fatalf("tls-port on a taken port: %v", err)
+	}
+	if err := tlsClient(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cfg).Ping(ctx).Err(); err != nil {
+		t.Fatalf("after the failed move: %v", err)
+	}
+	if got := ctl.ConfigGet(ctx, "tls-port").Val()["tls-port"]; got != strconv.Itoa(port) {
+		t.Fatalf("tls-port %q after the failed move", got)
+	}
 }
 
 // TestTLSConfigErrorsAsRedis: the CONFIG SET errors of the TLS parameters
