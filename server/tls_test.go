@@ -716,3 +716,52 @@ func TestTLSHandshakeTimeout(t *testing.T) {
 		t.Fatalf("Close took %v", d)
 	}
 }
+
+// TestTLSReloadUnderLoad: certificates swapped by CONFIG SET while clients
+// keep connecting; every handshake gets one of the two, whole.
+func TestTLSReloadUnderLoad(t *testing.T) {
+	p := newTestPKI(t)
+	ctx := context.Background()
+	s := startTLSServer(t, p, "yes")
+	c2, k2 := p.issue(t, "server2", 77, true)
+	ctl := newClient(t, s)
+	stop := make(chan struct{})
+	errs := make(chan error, 4)
+	for w := 0; w < 4; w++ {
+		go func() {
+			for {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				nc, err := tls.Dial("tcp", s.TLSAddr(), p.clientTLS(t, true))
+				if err != nil {
+					errs <- err
+					return
+				}
+				if sn := nc.ConnectionState().PeerCertificates[0].SerialNumber.Int64(); sn != 2 && sn != 77 {
+					errs <- fmt.Errorf("serial %d", sn)
+				}
+				nc.Close()
+			}
+		}()
+	}
+	for i := 0; i < 20; i++ {
+		cert, key := p.certFile, p.keyFile
+		if i%2 == 0 {
+			cert, key = c2, k2
+		}
+		if err := ctl.Do(ctx, "CONFIG", "SET", "tls-cert-file", cert, "tls-key-file", key).Err(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(stop)
+	for w := 0; w < 4; w++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
