@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/damselflydb/damselfly/netpoll"
 )
 
 // TLS, as Redis 7 configures it (tls-port, tls-cert-file, tls-key-file,
@@ -287,7 +289,7 @@ func (s *Server) handshake(tc *tls.Conn, raw net.Conn) bool {
 
 // serveTLSConn serves one connection of the TLS port on this goroutine.
 func (s *Server) serveTLSConn(raw *net.TCPConn) {
-	w := &tlsWire{Conn: raw, raw: raw, laddr: raw.LocalAddr(), raddr: raw.RemoteAddr()}
+	w := netpoll.NewTLSWire(raw)
 	tc := tls.Server(w, s.tls.listenCfg)
 	if !s.handshake(tc, raw) {
 		return
@@ -317,7 +319,7 @@ func (s *Server) serveTLSConn(raw *net.TCPConn) {
 	}
 	s.clients[c.id] = c
 	s.clientsMu.Unlock()
-	if s.adoptTLS(c, tc, w) {
+	if s.adoptTLS(c, tc, w, raw) {
 		return
 	}
 	c.serveFrom(c.w > 0) // input the handshake read comes first
