@@ -58,6 +58,9 @@ type conn struct {
 	swallow int // input bytes still to discard (refused data block)
 	quit    bool
 
+	// tio drives a TLS connection served by a loop (netpoll/tls.go).
+	tio *netpoll.TLSStream
+
 	toks    [][]byte // tokens of the current line (views into in)
 	jargs   [][]byte // journal arguments (reused)
 	now     int64    // unix ms of the current read: one clock read per batch, not per command
@@ -79,7 +82,13 @@ func (c *conn) Readable(fd int, nowNanos int64) netpoll.Action {
 	if c.w == len(c.in) {
 		c.makeRoom()
 	}
-	n, err := netpoll.Read(fd, c.in[c.w:])
+	var n int
+	var err syscall.Errno
+	if c.tio != nil {
+		c.in, n, err = c.tio.Read(fd, c.in, c.w) // TLS: decrypted
+	} else {
+		n, err = netpoll.Read(fd, c.in[c.w:])
+	}
 	if err == syscall.EAGAIN || err == syscall.EINTR {
 		return netpoll.Keep
 	}
@@ -101,10 +110,24 @@ func (c *conn) Readable(fd int, nowNanos int64) netpoll.Action {
 	return netpoll.Keep
 }
 
-func (c *conn) Output() []byte { return c.out[c.outPos:] }
+func (c *conn) Output() []byte {
+	if c.tio != nil {
+		if c.outPos < len(c.out) {
+			c.tio.Encrypt(c.out[c.outPos:])
+			c.outPos = 0
+			c.resetOut()
+		}
+		return c.tio.Output()
+	}
+	return c.out[c.outPos:]
+}
 
 func (c *conn) Wrote(n int) {
 	c.s.stats.bytesWritten.Add(int64(n))
+	if c.tio != nil {
+		c.tio.Wrote(n)
+		return
+	}
 	c.outPos += n
 	if c.outPos == len(c.out) {
 		c.resetOut()
@@ -138,6 +161,19 @@ func (c *conn) resetOut() {
 func (c *conn) serve() {
 	defer c.s.dropConn(c)
 	defer c.nc.Close()
+	if c.w > c.r { // input that arrived with a TLS handshake
+		perr := c.process()
+		if len(c.out) > 0 {
+			c.s.stats.bytesWritten.Add(int64(len(c.out)))
+			if _, err := c.nc.Write(c.out); err != nil {
+				return
+			}
+			c.resetOut()
+		}
+		if perr != nil || c.quit {
+			return
+		}
+	}
 	for {
 		if c.w == len(c.in) {
 			c.makeRoom()

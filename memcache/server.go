@@ -181,13 +181,23 @@ func (s *Server) Serve(ln net.Listener) {
 	go s.acceptLoop(ln, nil)
 }
 
+// Admitted is ServeAdmit's verdict on a connection.
+type Admitted struct {
+	// Conn is the connection to serve (a *tls.Conn over the accepted
+	// socket, say); nil refuses it (admit has answered and closed it).
+	Conn net.Conn
+	// Stream, when set, lets an event loop serve Conn: the loop adopts Raw
+	// and reads and writes through Stream (netpoll/tls.go).
+	Stream *netpoll.TLSStream
+	Raw    *net.TCPConn
+}
+
 // ServeAdmit is Serve for a listener whose connections need work before
 // they can be judged (TLS: the handshake, then the client certificate).
-// admit runs on the connection's own goroutine, instead of Config.Accept:
-// ok false closes the connection, after writing refuse when it is not
-// empty. Admitted connections are served on that goroutine (a TLS
-// connection cannot be handed to the event loops).
-func (s *Server) ServeAdmit(ln net.Listener, admit func(nc net.Conn) (refuse string, ok bool)) {
+// admit runs on the connection's own goroutine, instead of Config.Accept;
+// an admitted connection goes to an event loop when it comes with a Stream
+// and there are loops, else it is served on that goroutine.
+func (s *Server) ServeAdmit(ln net.Listener, admit func(nc net.Conn) Admitted) {
 	s.mu.Lock()
 	s.listeners = append(s.listeners, ln)
 	s.mu.Unlock()
@@ -196,7 +206,7 @@ func (s *Server) ServeAdmit(ln net.Listener, admit func(nc net.Conn) (refuse str
 }
 
 // admitted runs admit on nc and serves it when admitted.
-func (s *Server) admitted(nc net.Conn, admit func(nc net.Conn) (string, bool)) {
+func (s *Server) admitted(nc net.Conn, admit func(nc net.Conn) Admitted) {
 	defer s.wg.Done()
 	s.mu.Lock()
 	if s.closed {
@@ -209,34 +219,53 @@ func (s *Server) admitted(nc net.Conn, admit func(nc net.Conn) (string, bool)) {
 	}
 	s.admitting[nc] = struct{}{} // Close closes it mid-handshake
 	s.mu.Unlock()
-	refuse, ok := admit(nc)
+	a := admit(nc)
 	s.mu.Lock()
 	delete(s.admitting, nc)
 	s.mu.Unlock()
-	if !ok {
+	if a.Conn == nil {
 		s.stats.rejectedConns.Add(1)
-		if refuse != "" {
-			_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
-			_, _ = nc.Write([]byte(refuse))
-		}
-		nc.Close()
 		return
 	}
-	c := newConn(s, nc)
+	c := newConn(s, a.Conn)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		nc.Close()
+		a.Conn.Close()
 		return
 	}
 	s.conns[c] = struct{}{}
+	var loop *netpoll.Loop
+	if len(s.cfg.Loops) > 0 && a.Stream != nil {
+		loop = s.cfg.Loops[s.nextLoop%len(s.cfg.Loops)]
+		s.nextLoop++
+	}
 	s.mu.Unlock()
 	s.stats.currConns.Add(1)
 	s.stats.totalConns.Add(1)
+	if loop != nil {
+		a.Stream.Buffer()
+		buf, n, end := a.Stream.Decrypt(c.in, c.w)
+		c.in = buf
+		if n == 0 && !end {
+			c.tio = a.Stream
+			err := loop.Adopt(a.Raw, c, func(fd int) {
+				c.mu.Lock()
+				c.nc, c.loop, c.fd = nil, loop, fd
+				c.mu.Unlock()
+			})
+			if err == nil {
+				return
+			}
+			c.tio = nil
+		}
+		c.w += n // input that came with the handshake: served first
+		a.Stream.Pass(a.Raw)
+	}
 	c.serve()
 }
 
-func (s *Server) acceptLoop(ln net.Listener, admit func(nc net.Conn) (string, bool)) {
+func (s *Server) acceptLoop(ln net.Listener, admit func(nc net.Conn) Admitted) {
 	defer s.wg.Done()
 	for {
 		nc, err := ln.Accept()

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/damselflydb/damselfly/memcache"
 	"github.com/damselflydb/damselfly/netpoll"
 )
 
@@ -188,7 +189,7 @@ func (s *Server) startTLS(cfg Config) error {
 			return fmt.Errorf("memcached TLS port: %w", err)
 		}
 		t.mcAddr = ln.Addr().String()
-		s.mc.ServeAdmit(tls.NewListener(ln, t.listenCfg), s.admitMemcachedTLS)
+		s.mc.ServeAdmit(ln, s.admitMemcachedTLS)
 	}
 	return nil
 }
@@ -330,22 +331,33 @@ func (s *Server) serveTLSConn(raw *net.TCPConn) {
 // takes only loopback clients (a password is set, or protected mode), this
 // one also takes clients that presented a certificate the CA vouches for
 // (tls-auth-clients yes, or optional and one was given).
-func (s *Server) admitMemcachedTLS(nc net.Conn) (string, bool) {
-	tc := nc.(*tls.Conn)
-	if !s.handshake(tc, tc.NetConn()) {
-		return "", false
+// It runs on the connection's goroutine; an admitted client is served by an
+// event loop through a netpoll.TLSStream, like a RESP one.
+func (s *Server) admitMemcachedTLS(nc net.Conn) memcache.Admitted {
+	raw := nc.(*net.TCPConn)
+	w := netpoll.NewTLSWire(raw)
+	tc := tls.Server(w, s.tls.listenCfg)
+	if !s.handshake(tc, raw) {
+		return memcache.Admitted{}
 	}
+	refuse := ""
 	if s.memcachedLocalOnly() && len(tc.ConnectionState().VerifiedChains) == 0 {
 		if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
 			s.stats.rejected.Add(1)
-			return "SERVER_ERROR the memcached protocol has no authentication: with requirepass set or in protected mode, " +
-				"Damselfly accepts memcached connections over TLS from other hosts only with a client certificate\r\n", false
+			refuse = "SERVER_ERROR the memcached protocol has no authentication: with requirepass set or in protected mode, " +
+				"Damselfly accepts memcached connections over TLS from other hosts only with a client certificate\r\n"
 		}
 	}
-	if !s.admitConn() {
-		return "ERROR Too many open connections\r\n", false
+	if refuse == "" && !s.admitConn() {
+		refuse = "ERROR Too many open connections\r\n"
 	}
-	return "", true
+	if refuse != "" {
+		_ = raw.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = tc.Write([]byte(refuse))
+		tc.Close()
+		return memcache.Admitted{}
+	}
+	return memcache.Admitted{Conn: tc, Raw: raw, Stream: netpoll.NewTLSStream(tc, w, &s.tls.rbufs)}
 }
 
 // replDial opens the link to a primary: TLS with tls-replication yes.

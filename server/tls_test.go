@@ -11,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"os"
@@ -764,4 +765,61 @@ func TestTLSReloadUnderLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestMemcachedTLSOnLoops: memcached over TLS on the event loops (and on
+// goroutines): a value of many records both ways, pipelined requests, and
+// a first request that arrives with the end of the handshake.
+func TestMemcachedTLSOnLoops(t *testing.T) {
+	p := newTestPKI(t)
+	forEachConnMode(t, func(t *testing.T, mutate func(*Config)) {
+		s := startServer(t, mutate, func(c *Config) {
+			c.TLS = p.serverTLS("yes")
+			c.TLS.Port, c.TLS.MemcachedPort = 0, -1
+		})
+		nc, err := tls.Dial("tcp", s.MemcachedTLSAddr(), p.clientTLS(t, true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+		val := strings.Repeat("v", 500<<10)
+		req := fmt.Sprintf("set big 7 0 %d\r\n%s\r\n", len(val), val)
+		for i := 0; i < 50; i++ {
+			req += fmt.Sprintf("set k%d 0 0 1\r\n%d\r\n", i, i%10)
+		}
+		req += "get big\r\n"
+		go nc.Write([]byte(req))
+		rd := bufio.NewReader(nc)
+		for i := 0; i < 51; i++ {
+			if l, err := rd.ReadString('\n'); l != "STORED\r\n" {
+				t.Fatalf("reply %d: %q %v", i, l, err)
+			}
+		}
+		if l, _ := rd.ReadString('\n'); l != fmt.Sprintf("VALUE big 7 %d\r\n", len(val)) {
+			t.Fatalf("get: %q", l)
+		}
+		got := make([]byte, len(val)+2)
+		if _, err := io.ReadFull(rd, got); err != nil || string(got[:len(val)]) != val {
+			t.Fatalf("value: %v", err)
+		}
+		if l, _ := rd.ReadString('\n'); l != "END\r\n" {
+			t.Fatalf("end: %q", l)
+		}
+		raw, err := net.Dial("tcp", s.MemcachedTLSAddr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		cfg := p.clientTLS(t, true)
+		cfg.MinVersion = tls.VersionTLS13
+		tc := tls.Client(&coalescingConn{Conn: raw}, cfg)
+		if _, err := tc.Write([]byte("get k3\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		_ = tc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if l, err := bufio.NewReader(tc).ReadString('\n'); l != "VALUE k3 0 1\r\n" {
+			t.Fatalf("first request with the handshake: %q %v", l, err)
+		}
+	})
 }
