@@ -31,8 +31,9 @@ import (
 // reads ciphertext, crypto/tls decrypts it into the client's input, and the
 // replies are encrypted into the loop's output (tlsloop.go). With
 // --goroutine-per-conn the goroutine serves the client itself. The
-// memcached port over TLS (Config.TLS.MemcachedPort) serves each client on
-// its own goroutine, through memcache.Server.ServeAdmit.
+// memcached port over TLS (Config.TLS.MemcachedPort) works the same way
+// through memcache.Server.ServeAdmit (admitMemcachedTLS runs the handshake
+// and hands back a netpoll.TLSStream).
 //
 // Invariants:
 //   - Every handshake reads the current *tls.Config through an atomic pointer
