@@ -35,6 +35,10 @@ func (s *Server) initReplication(cfg Config) {
 		ListenPort: s.replListenPort,
 		Dial:       s.replDial,
 		MasterAuth: cfg.MasterAuth,
+		OutputLimits: func() *replication.OutputLimits {
+			l := s.outLimits.Load().replica.forReplication()
+			return &l
+		}(),
 	})
 	for _, sh := range s.store.Shards() {
 		sh.OnExpire = s.onExpire
