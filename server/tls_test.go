@@ -823,3 +823,55 @@ func TestMemcachedTLSOnLoops(t *testing.T) {
 		}
 	})
 }
+
+// TestBusyScriptMemcachedTLSLeavesLoop: a memcached TLS client on a loop
+// that meets a busy script leaves the loop with its TLS session and gets
+// its reply once the script is killed.
+func TestBusyScriptMemcachedTLSLeavesLoop(t *testing.T) {
+	p := newTestPKI(t)
+	s := startServer(t, func(c *Config) {
+		c.Shards = 2
+		c.TLS = p.serverTLS("yes")
+		c.TLS.Port, c.TLS.MemcachedPort = 0, -1
+	})
+	nc, err := tls.Dial("tcp", s.MemcachedTLSAddr(), p.clientTLS(t, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	rd := bufio.NewReader(nc)
+	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(nc, "set k 0 0 1\r\n7\r\n")
+	if l, _ := rd.ReadString('\n'); l != "STORED\r\n" {
+		t.Fatalf("set: %q", l)
+	}
+	ctl := dialRaw(t, s)
+	ctl.do("CONFIG", "SET", "busy-reply-threshold", "300")
+	ctl.reply()
+	looper := dialRaw(t, s)
+	looper.do("EVAL", "local i = 0 while true do i = i + 1 end", "0")
+	waitBusy(t, s)
+	fmt.Fprintf(nc, "get k\r\n")
+	time.Sleep(100 * time.Millisecond)
+	kill := dialRaw(t, s)
+	kill.do("SCRIPT", "KILL")
+	if got := kill.reply(); got[0] != "+OK" {
+		t.Fatalf("SCRIPT KILL: %q", got)
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var got strings.Builder
+	for !strings.HasSuffix(got.String(), "END\r\n") {
+		l, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("get after the script: %v (so far %q)", err, got.String())
+		}
+		got.WriteString(l)
+	}
+	if got.String() != "VALUE k 0 1\r\n7\r\nEND\r\n" {
+		t.Fatalf("get: %q", got.String())
+	}
+	fmt.Fprintf(nc, "incr k 1\r\n")
+	if l, _ := rd.ReadString('\n'); l != "8\r\n" {
+		t.Fatalf("incr after leaving the loop: %q", l)
+	}
+}
