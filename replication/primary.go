@@ -23,6 +23,9 @@ type Peer struct {
 	ListenPort int
 	CapaEOF    bool
 	CapaPsync2 bool
+	// CapaNative: the replica is a Damselfly that sent REPLCONF capa
+	// damselfly-native, so its full sync may come compressed (native.go).
+	CapaNative bool
 }
 
 // Replica states, as INFO names them.
@@ -347,7 +350,7 @@ func (n *Node) fullSync(ctx context.Context, r *replicaConn, p Peer, psync bool)
 		sp := newSpool(bw, spoolMemory, "")
 		cw := &cutWriter{w: sp}
 		var err error
-		keys, err = n.cfg.Snapshot(ctx, cw, func() {
+		keys, err = n.snapshotFor(ctx, p, cw, func() {
 			onCut()
 			cw.setCut([]byte(fullLine() + "$EOF:" + mark + "\r\n"))
 		})
@@ -377,7 +380,7 @@ func (n *Node) fullSync(ctx context.Context, r *replicaConn, p Peer, psync bool)
 		defer os.Remove(f.Name())
 		defer f.Close()
 		fw := bufio.NewWriterSize(f, 256<<10)
-		keys, err = n.cfg.Snapshot(ctx, fw, onCut)
+		keys, err = n.snapshotFor(ctx, p, fw, onCut)
 		if err == nil {
 			err = fw.Flush()
 		}
@@ -406,7 +409,7 @@ func (n *Node) fullSync(ctx context.Context, r *replicaConn, p Peer, psync bool)
 	if r.acked.Load() { // the ACK came before we went online (readLoop)
 		r.startStream()
 	}
-	n.log.Info("full sync sent to replica", "replica", r.name(), "diskless", p.CapaEOF && psync,
+	n.log.Info("full sync sent to replica", "replica", r.name(), "diskless", p.CapaEOF && psync, "compressed", p.CapaNative,
 		"offset", cutOff, "keys", keys, "bytes", sent, "seconds", fmt.Sprintf("%.3f", time.Since(start).Seconds()))
 	return nil
 }

@@ -107,6 +107,8 @@ type Client struct {
 	replPsync2  bool
 	rnd         *rand.Rand             // random source of the collection commands
 	blocked     atomic.Pointer[waiter] // set while the client waits in a blocking command
+	// replCapaNative: REPLCONF capa damselfly-native (replication/native.go)
+	replCapaNative bool
 	// noBlock makes blocking commands answer at once as if timed out (set
 	// while running EXEC or a script, as Redis does).
 	noBlock bool
@@ -124,6 +126,9 @@ type Client struct {
 	gate *loopGate
 	// tio is a TLS client's encryption while a loop serves it (tlsloop.go).
 	tio *tlsLoopIO
+	// kseMark is 1 + the length of out when the running command raised its
+	// first keyspace event (0: none); see notify.go.
+	kseMark int
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -358,6 +363,7 @@ func (c *Client) execute(args [][]byte) {
 	start := c.watchStart()
 	cmd.fn(c, args)
 	c.watchEnd(cmd, args, start)
+	c.srv.kseAfter(c) // notify.go
 	c.propagate, c.propagateMany = nil, nil
 }
 

@@ -149,7 +149,7 @@ func configParams() map[string]configParam {
 			set: func(s *Server, v string) error {
 				p, err := parsePolicy(v)
 				if err == nil {
-					s.evict.policy.Store(int32(p))
+					s.setPolicy(p)
 				}
 				return err
 			},
@@ -176,6 +176,8 @@ func configParams() map[string]configParam {
 	scriptingParams(m)
 	unixSocketParams(m)
 	tlsParams(m)
+	notifyParams(m)
+	lfuParams(m)
 	return m
 }
 

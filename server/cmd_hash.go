@@ -78,6 +78,7 @@ func hsetGeneric(c *Client, args [][]byte, hmset bool) {
 			added++
 		}
 	}
+	c.notify(kseHash, "hset", args[1])
 	if hmset {
 		c.ok()
 	} else {
@@ -98,6 +99,7 @@ func cmdHSetNX(c *Client, args [][]byte) {
 	}
 	_, hs, _ := c.writeHash(sh, h, args[1], true)
 	hs.Set(args[2], args[3], c.lim())
+	c.notify(kseHash, "hset", args[1])
 	c.int(1)
 }
 
@@ -156,8 +158,12 @@ func cmdHDel(c *Client, args [][]byte) {
 			n++
 		}
 	}
+	if n > 0 {
+		c.notify(kseHash, "hdel", args[1])
+	}
 	if hs.Len() == 0 {
 		sh.DB(c.db).Delete(&e)
+		c.notify(kseGeneric, "del", args[1])
 	}
 	c.int(int64(n))
 }
@@ -253,6 +259,7 @@ func cmdHIncrBy(c *Client, args [][]byte) {
 	_, hs, _ := c.writeHash(sh, h, args[1], true)
 	var buf [24]byte
 	hs.Set(args[2], strconv.AppendInt(buf[:0], n, 10), c.lim())
+	c.notify(kseHash, "hincrby", args[1])
 	c.int(n)
 }
 
@@ -290,6 +297,7 @@ func cmdHIncrByFloat(c *Client, args [][]byte) {
 	val := appendLongDouble(nil, n)
 	_, hs, _ := c.writeHash(sh, h, args[1], true)
 	hs.Set(args[2], val, c.lim())
+	c.notify(kseHash, "hincrbyfloat", args[1])
 	c.bulk(val)
 	// Replicas must not redo the float arithmetic.
 	c.rewrite([]byte("HSET"), args[1], args[2], val)

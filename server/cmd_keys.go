@@ -44,6 +44,7 @@ func cmdDel(c *Client, args [][]byte) {
 				c.srv.signalStream(c.db, k) // its XREADGROUP waiters fail
 			}
 			sh.DB(c.db).Delete(&e)
+			c.notify(kseGeneric, "del", k)
 			n++
 		}
 	}
@@ -130,6 +131,8 @@ func renameGeneric(c *Client, args [][]byte, nx bool) {
 		dsh.DB(c.db).Delete(&old)
 	}
 	dsh.DB(c.db).Put(dh, dst, v)
+	c.notify(kseGeneric, "rename_from", src)
+	c.notify(kseGeneric, "rename_to", dst)
 	c.srv.signalIfBlockable(c.db, dst, v.Type)
 	if nx {
 		c.int(1)
@@ -185,12 +188,14 @@ func cmdCopy(c *Client, args [][]byte) {
 		v := valueOf(&e, true)
 		dsh.DB(dstDB).Delete(&old)
 		dsh.DB(dstDB).Put(dh, dst, v)
+		c.srv.notifyDB(dstDB, kseGeneric, "copy_to", dst)
 		c.srv.signalIfBlockable(dstDB, dst, v.Type)
 		c.int(1)
 		return
 	}
 	v := valueOf(&e, true)
 	dsh.DB(dstDB).Put(dh, dst, v)
+	c.srv.notifyDB(dstDB, kseGeneric, "copy_to", dst)
 	c.srv.signalIfBlockable(dstDB, dst, v.Type)
 	c.int(1)
 }
@@ -223,6 +228,8 @@ func cmdMove(c *Client, args [][]byte) {
 	v := valueOf(&e, false)
 	sh.DB(c.db).Forget(&e)
 	sh.DB(int(n)).Put(h, args[1], v)
+	c.notify(kseGeneric, "move_from", args[1])
+	c.srv.notifyDB(int(n), kseGeneric, "move_to", args[1])
 	c.srv.signalIfBlockable(int(n), args[1], v.Type)
 	c.int(1)
 }
@@ -506,6 +513,7 @@ func expireGeneric(c *Client, args [][]byte, unit int64, absolute bool) {
 		// as DEL).
 		c.rewrite([]byte("DEL"), args[1])
 		sh.DB(c.db).Delete(&e)
+		c.notify(kseGeneric, "del", args[1])
 		c.int(1)
 		return
 	}
@@ -513,6 +521,7 @@ func expireGeneric(c *Client, args [][]byte, unit int64, absolute bool) {
 	// they apply it.
 	c.rewrite(append([][]byte{[]byte("PEXPIREAT"), args[1], strconv.AppendInt(nil, at, 10)}, args[3:]...)...)
 	sh.DB(c.db).SetExpireAt(&e, at)
+	c.notify(kseGeneric, "expire", args[1])
 	c.int(1)
 }
 
@@ -558,5 +567,6 @@ func cmdPersist(c *Client, args [][]byte) {
 		return
 	}
 	sh.DB(c.db).SetExpireAt(&e, 0)
+	c.notify(kseGeneric, "persist", args[1])
 	c.int(1)
 }

@@ -147,14 +147,15 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 			return snapshot.Stats{}, err
 		}
 		st, err := snapshot.Write(ctx, s.store, f, snapshot.Options{
-			OnCut:    func() { dirtyAtCut = s.dirty.Load() },
-			Progress: prog,
-			Compress: s.cfg.rdbCompression.Load(),
-			Pace:     pace,
-			Busy:     s.snapshotBusy(),
-			KeyDelay: s.keySaveDelay,
-			RunCut:   cut.runner(),
-			SlotHeld: cut != nil,
+			MaxExtraMemory: s.persist.format.maxExtra,
+			OnCut:          func() { dirtyAtCut = s.dirty.Load() },
+			Progress:       prog,
+			Compress:       s.cfg.rdbCompression.Load(),
+			Pace:           pace,
+			Busy:           s.snapshotBusy(),
+			KeyDelay:       s.keySaveDelay,
+			RunCut:         cut.runner(),
+			SlotHeld:       cut != nil,
 			// FUNCTION libraries, as Redis stores them (function.go).
 			Functions: s.functionCodes,
 		})
@@ -183,7 +184,8 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 	s.persist.lastErr.Store(false)
 	s.persist.saves.Add(1)
 	s.log.Info("DB saved on disk", "reason", reason, "file", path, "keys", stats.Keys, "bytes", stats.Bytes,
-		"seconds", round3(stats.Duration.Seconds()), "MB/s", mbps(stats.Bytes, stats.Duration))
+		"seconds", round3(stats.Duration.Seconds()), "MB/s", mbps(stats.Bytes, stats.Duration),
+		"in_flight_peak_MiB", round3(float64(stats.InFlightPeak)/(1<<20)))
 	return nil
 }
 
@@ -359,8 +361,10 @@ func (s *Server) loadFrom(f *os.File, path string) error {
 		return fmt.Errorf("%s: loading the FUNCTION libraries: %w", path, err)
 	}
 	s.persist.loadedKeys.Store(stats.Keys)
+	s.logLoadWarnings(stats.Warnings)
 	s.log.Info("DB loaded from disk", "file", path, "keys", stats.Keys, "bytes", stats.Bytes,
-		"seconds", round3(stats.Duration.Seconds()), "MB/s", mbps(stats.Bytes, stats.Duration))
+		"seconds", round3(stats.Duration.Seconds()), "MB/s", mbps(stats.Bytes, stats.Duration),
+		"in_flight_peak_MiB", round3(float64(stats.InFlightPeak)/(1<<20)))
 	return nil
 }
 

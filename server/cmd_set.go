@@ -63,6 +63,9 @@ func cmdSAdd(c *Client, args [][]byte) {
 	if !found {
 		c.putColl(sh, h, args[1], shard.TypeSet, s)
 	}
+	if n > 0 {
+		c.notify(kseSet, "sadd", args[1])
+	}
 	c.int(int64(n))
 }
 
@@ -91,8 +94,12 @@ func cmdSRem(c *Client, args [][]byte) {
 			}
 		}
 	}
+	if n > 0 {
+		c.notify(kseSet, "srem", args[1])
+	}
 	if s.Len() == 0 {
 		sh.DB(c.db).Delete(&e)
+		c.notify(kseGeneric, "del", args[1])
 	}
 	c.int(int64(n))
 }
@@ -167,8 +174,10 @@ func cmdSPop(c *Client, args [][]byte) {
 	s := e.Obj().(*types.Set)
 	sh.DB(c.db).Modify(&e)
 	ms := s.Pop(c.rand(), count)
+	c.notify(kseSet, "spop", args[1])
 	if s.Len() == 0 {
 		sh.DB(c.db).Delete(&e)
+		c.notify(kseGeneric, "del", args[1])
 	}
 	if hasCount {
 		c.setHeader(len(ms))
@@ -270,19 +279,25 @@ func cmdSMove(c *Client, args [][]byte) {
 	}
 	ssh.DB(c.db).Modify(&se)
 	ss.Remove(m)
+	c.notify(kseSet, "srem", src)
 	if ss.Len() == 0 {
 		ssh.DB(c.db).Delete(&se)
+		c.notify(kseGeneric, "del", src)
 	}
 	lim := c.lim()
+	added := true
 	if dfound {
 		// The source entry may have moved (a delete on the same shard).
 		de, _, _ = c.peekType(dst, shard.TypeSet)
 		dsh.DB(c.db).Modify(&de)
-		de.Obj().(*types.Set).Add(m, lim)
+		added = de.Obj().(*types.Set).Add(m, lim)
 	} else {
 		ds := types.NewSetSized(m, 1, lim)
 		ds.Add(m, lim)
 		c.putColl(dsh, dh, dst, shard.TypeSet, ds)
+	}
+	if added {
+		c.notify(kseSet, "sadd", dst)
 	}
 	c.int(1)
 }
@@ -343,7 +358,7 @@ func setOpGeneric(c *Client, keys [][]byte, dst []byte, op int) {
 		res = types.SetDiff(sets, lim)
 	}
 	if dst != nil {
-		c.storeColl(dst, shard.TypeSet, res, res.Len())
+		c.storeColl(dst, shard.TypeSet, res, res.Len(), kseSet, [...]string{setOpInter: "sinterstore", setOpUnion: "sunionstore", setOpDiff: "sdiffstore"}[op])
 		c.int(int64(res.Len()))
 		return
 	}

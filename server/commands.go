@@ -68,6 +68,7 @@ func buildCommandTable() *cmdTable {
 	registerPersistence(reg)
 	registerAOF(reg)
 	registerDump(reg)
+	registerMigrate(reg) // migrate.go
 	registerPubSub(reg)
 	registerMulti(reg)
 	registerScripting(reg)

@@ -19,6 +19,9 @@ type dbFormat struct {
 	native bool
 	codec  block.Codec
 	level  int
+	// maxExtra is --snapshot-max-extra-memory (0: the snapshot package's
+	// default), for every save, RDB or native, and full syncs.
+	maxExtra int64
 }
 
 // ParseDBFormat checks --dbformat and --dbcompression.
@@ -36,7 +39,7 @@ func ParseDBFormat(format, compression string) error {
 }
 
 func (s *Server) initDBFormat(cfg Config) {
-	f := dbFormat{native: cfg.DBFormat == "native", codec: block.S2, level: cfg.DBCompressionLevel}
+	f := dbFormat{native: cfg.DBFormat == "native", codec: block.S2, level: cfg.DBCompressionLevel, maxExtra: cfg.SnapshotMaxExtraMemory}
 	if c, err := block.ParseCodec(cfg.DBCompression); err == nil && cfg.DBCompression != "" {
 		f.codec = c
 	}
@@ -48,8 +51,8 @@ func (s *Server) initDBFormat(cfg Config) {
 func (s *Server) saveNative(ctx context.Context, path string, prog *snapshot.Progress, pace int, onCut func(), cut *cutInCommand) (snapshot.Stats, error) {
 	f := s.persist.format
 	return snapshot.SaveNative(ctx, s.store, path, snapshot.NativeOptions{
-		Options: snapshot.Options{OnCut: onCut, Progress: prog, Pace: pace, Busy: s.snapshotBusy(), KeyDelay: s.keySaveDelay,
-			RunCut: cut.runner(), SlotHeld: cut != nil},
+		Options: snapshot.Options{OnCut: onCut, Progress: prog, Pace: pace, Busy: s.snapshotBusy(), MaxExtraMemory: f.maxExtra,
+			KeyDelay: s.keySaveDelay, RunCut: cut.runner(), SlotHeld: cut != nil},
 		Codec: f.codec, Level: f.level,
 	})
 }

@@ -119,6 +119,8 @@ func cmdReplconf(c *Client, args [][]byte) {
 				c.replCapaEOF = true
 			case eq(val, "psync2"):
 				c.replPsync2 = true
+			case eq(val, replication.CapaNative):
+				c.replCapaNative = true
 			}
 		case "ack", "getack":
 			// ACK/GETACK on a connection that is not a replica link:
@@ -140,7 +142,7 @@ func (c *Client) peer() replication.Peer {
 			ip = h
 		}
 	}
-	return replication.Peer{IP: ip, ListenPort: c.replPort, CapaEOF: c.replCapaEOF, CapaPsync2: c.replPsync2}
+	return replication.Peer{IP: ip, ListenPort: c.replPort, CapaEOF: c.replCapaEOF, CapaPsync2: c.replPsync2, CapaNative: c.replCapaNative}
 }
 
 func cmdPsync(c *Client, args [][]byte) { c.startSync(string(args[1]), args[2], false) }

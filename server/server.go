@@ -95,6 +95,11 @@ type Config struct {
 	// TLS configures the TLS port, the memcached TLS port and TLS
 	// replication (tls.go).
 	TLS TLSConfig
+
+	// Snapshots (issue 14): SnapshotMaxExtraMemory bounds the encoded bytes
+	// a save or full sync holds in flight (0 = 64 MiB); past it, writes to
+	// keys not yet saved wait for the save instead of it copying more.
+	SnapshotMaxExtraMemory int64
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -193,6 +198,9 @@ type Server struct {
 	unixPath string
 	unixPerm os.FileMode
 
+	kse     keyspaceEvents // notify-keyspace-events (notify.go)
+	migrate migrateConns   // MIGRATE's cached connections (migrate.go)
+
 	shutdownOnce sync.Once
 	done         chan struct{}
 	wg           sync.WaitGroup
@@ -223,7 +231,7 @@ func New(cfg Config) *Server {
 	s.cfg.save = cfg.Save
 	s.cfg.maxMemory.Store(cfg.MaxMemory)
 	if p, err := parsePolicy(cfg.MaxMemoryPolicy); err == nil {
-		s.evict.policy.Store(int32(p))
+		s.setPolicy(p) // lfu.go
 	}
 	s.evict.samples.Store(5)
 	s.words.multi, s.words.exec = [][]byte{[]byte("MULTI")}, [][]byte{[]byte("EXEC")}
@@ -234,6 +242,7 @@ func New(cfg Config) *Server {
 	s.persist.init(s.started)
 	s.initDBFormat(cfg)
 	s.pubsub = newPubSubRegistry()
+	s.store.OnNewKey(s.notifyNewKey) // notify.go
 	s.scripts = newScriptCache()
 	lim := defaultOutLimits
 	s.outLimits.Store(&lim)
@@ -453,6 +462,7 @@ func (s *Server) cron() {
 				}
 			}
 		}
+		s.kseAfterCron() // notify.go
 	}
 }
 
@@ -460,6 +470,7 @@ func (s *Server) cron() {
 // background goroutines.
 func (s *Server) Close() error {
 	s.shutdownOnce.Do(func() { close(s.done) })
+	s.migrate.closeAll() // migrate.go
 	for _, l := range s.listeners {
 		l.Close()
 	}

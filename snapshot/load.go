@@ -75,8 +75,9 @@ func (b *batch) entry(i int, tmp *rdb.Entry) *rdb.Entry {
 // file), so loading does not re-hash keys in split after split.
 // Load is meant for an empty store (start-up, DEBUG RELOAD, a replica's
 // full sync): on error every database of st is emptied. Keys that cannot
-// be represented (hash fields with their own TTL, a database
-// index beyond st's) and duplicate keys are errors, so that a server never
+// be represented (a database index beyond st's) and duplicate keys are
+// errors; hash fields with their own TTL are loaded without it, with a
+// warning per key in Stats.Warnings (fieldttl.go), so that a server never
 // starts with part of its dump and later saves over the rest.
 func Load(st *shard.Store, r io.Reader, name string) (Stats, error) {
 	return LoadWith(st, r, name, LoadOptions{})
@@ -131,7 +132,8 @@ func LoadWith(st *shard.Store, r io.Reader, name string, lo LoadOptions) (Stats,
 	if err != nil {
 		return Stats{}, err
 	}
-	return Stats{Keys: keys, Bytes: info.Bytes, Duration: time.Since(start), Functions: info.Functions}, nil
+	return Stats{Keys: keys, Bytes: info.Bytes, Duration: time.Since(start), Functions: info.Functions,
+		Warnings: append(info.Warnings, l.warn.result()...)}, nil
 }
 
 // loader inserts keys into st: one goroutine per shard builds the values
@@ -150,6 +152,7 @@ type loader struct {
 	stop   chan struct{}
 	failed sync.Once
 	keys   atomic.Int64
+	warn   warnings
 }
 
 var errStopped = errors.New("stopped")
@@ -287,7 +290,13 @@ func (p *producer) add(e *rdb.Entry, name string) error {
 		return nil
 	}
 	if e.HashFieldExpireAtMs != nil {
-		return fmt.Errorf("%s: key %q (DB %d) is a hash with per-field TTLs, which Damselfly does not support", name, e.Key, e.DB)
+		ttls, expired := dropFieldTTLs(e, p.l.nowMs)
+		if ttls > 0 {
+			p.l.warn.add(fmt.Sprintf("%s: key %q (DB %d): the TTLs of %d hash fields were dropped (the fields are kept; Damselfly has no hash field expiry)", name, e.Key, e.DB, ttls))
+		}
+		if len(e.Hash) == 0 && expired > 0 {
+			return nil // every field had expired: Redis drops the key too
+		}
 	}
 	h := shard.Hash(e.Key)
 	i := st.Route(e.Key, h)

@@ -58,9 +58,6 @@ const NativeFormatVersion = 1
 // maxSummary bounds the summary file a loader reads.
 const maxSummary = 16 << 20
 
-// perShardQueueLen is the chunks in flight per shard in a native save.
-const perShardQueueLen = 4
-
 // NativeOptions tune SaveNative.
 type NativeOptions struct {
 	Options             // OnCut, Aux, Progress, Pace, Busy, Version (of the inner RDB streams)
@@ -255,7 +252,7 @@ func writeNative(ctx context.Context, st *shard.Store, ws []io.Writer, opt Nativ
 		return Summary{}, Stats{}, fmt.Errorf("snapshot: cannot write RDB version %d", version)
 	}
 	r := &run{version: version, abort: make(chan struct{}), free: make(chan []byte, 2*len(ws)), keys: &prog.Keys,
-		limits: rdb.Limits{NoCompression: true}, pace: opt.Pace, busy: opt.Busy, keyDelay: opt.KeyDelay, perShard: true}
+		limits: rdb.Limits{NoCompression: true}, pace: opt.Pace, busy: opt.Busy, keyDelay: opt.KeyDelay, perShard: true, mem: newBudget(opt.MaxExtraMemory)}
 	sers, keys, expires, mem, _ := r.cut(st, opt.Options, prog)
 	aux := append(rdb.DefaultAux(mem), opt.Aux...)
 	sum := Summary{Format: "damselfly-native", Version: NativeFormatVersion, CreatedMs: r.cutMs, Shards: len(sers),
@@ -293,7 +290,7 @@ func writeNative(ctx context.Context, st *shard.Store, ws []io.Writer, opt Nativ
 	if err := r.failed(); err != nil {
 		return Summary{}, Stats{}, err
 	}
-	return sum, Stats{Keys: r.keys.Load(), Paused: time.Duration(r.paused.Load())}, nil
+	return sum, Stats{Keys: r.keys.Load(), Paused: time.Duration(r.paused.Load()), InFlightPeak: r.mem.maxUsed()}, nil
 }
 
 // writeShard is the writer of one shard's file: it drains the shard's
@@ -311,6 +308,7 @@ func writeShard(w io.Writer, s *serializer, r *run, opt NativeOptions, aux []rdb
 	var last int64
 	for c := range s.queue {
 		if err != nil || r.failed() != nil {
+			r.written(c)
 			continue
 		}
 		if c.db != cur {
@@ -318,7 +316,7 @@ func writeShard(w io.Writer, s *serializer, r *run, opt NativeOptions, aux []rdb
 			cur = c.db
 		}
 		err = out.Raw(c.data)
-		r.putBuf(c.data)
+		r.written(c)
 		if n := cw.n.Load(); n != last {
 			written.Add(n - last)
 			last = n
