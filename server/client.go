@@ -125,6 +125,8 @@ type Client struct {
 	aofLoading bool
 	// gate is the event loop's busy-script gate (script.go), nil off loops.
 	gate *loopGate
+	// tio is a TLS client's encryption while a loop serves it (tlsloop.go).
+	tio *tlsLoopIO
 	// kseMark is 1 + the length of out when the running command raised its
 	// first keyspace event (0: none); see notify.go.
 	kseMark int

@@ -177,6 +177,7 @@ func configParams() map[string]configParam {
 	scriptingParams(m)
 	aclParams(m)
 	unixSocketParams(m)
+	tlsParams(m)
 	notifyParams(m)
 	lfuParams(m)
 	return m
@@ -300,9 +301,14 @@ func cmdConfig(c *Client, args [][]byte) {
 		for i := 2; i < len(args); i += 2 {
 			name := lower(args[i])
 			if err := params[name].set(c.srv, string(args[i+1])); err != nil {
+				c.srv.tlsConfigRevert()
 				c.err("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error())
 				return
 			}
+		}
+		if name, err := c.srv.tlsConfigApply(); err != nil {
+			c.err("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error())
+			return
 		}
 		c.ok()
 	case "resetstat":

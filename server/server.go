@@ -92,6 +92,9 @@ type Config struct {
 	// UnixSocketPerm is the Unix socket file's mode (unixsocketperm; 0
 	// keeps what the umask gives). See ParseUnixSocketPerm.
 	UnixSocketPerm os.FileMode
+	// TLS configures the TLS port, the memcached TLS port and TLS
+	// replication (tls.go).
+	TLS TLSConfig
 
 	// Snapshots (issue 14): SnapshotMaxExtraMemory bounds the encoded bytes
 	// a save or full sync holds in flight (0 = 64 MiB); past it, writes to
@@ -209,6 +212,7 @@ type Server struct {
 	wg           sync.WaitGroup
 
 	acl aclState // users, the ACL log and file (acl.go)
+	tls tlsState // TLS listeners and configuration (tls.go)
 }
 
 // New prepares a server; Start opens its listeners.
@@ -262,6 +266,7 @@ func New(cfg Config) *Server {
 	s.initReplication(cfg)
 	s.initAOF(cfg.AOF)
 	s.journal = s.journalWrite
+	s.initTLS(cfg.TLS)
 	return s
 }
 
@@ -315,6 +320,10 @@ func (s *Server) Start(cfg Config) error {
 			return err
 		}
 	}
+	if err := s.startTLS(cfg); err != nil {
+		s.Close()
+		return err
+	}
 	for _, l := range s.listeners {
 		s.wg.Add(1)
 		go s.acceptLoop(l)
@@ -333,16 +342,21 @@ func (s *Server) Start(cfg Config) error {
 // (negative: a free port).
 func (s *Server) startMemcached(cfg Config) error {
 	port := max(cfg.MemcachedPort, 0)
-	s.mc = memcache.New(s.store, memcache.Config{MaxItemSize: cfg.MaxItemSize, Logger: s.log,
-		Journal: s.commitMemcached, Loops: s.loops, Admit: s.admitWrite,
-		MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load,
-		Accept: s.admitMemcached, Busy: func() bool { return s.scripts.busy.Load() != nil }})
+	s.mc = s.newMemcache(cfg)
 	mln, err := s.mc.Listen(net.JoinHostPort(cfg.Bind, strconv.Itoa(port)))
 	if err != nil {
 		return fmt.Errorf("memcached port: %w", err)
 	}
 	s.mcAddr = mln.Addr().String()
 	return nil
+}
+
+// newMemcache makes the memcached front end (its listeners come after).
+func (s *Server) newMemcache(cfg Config) *memcache.Server {
+	return memcache.New(s.store, memcache.Config{MaxItemSize: cfg.MaxItemSize, Logger: s.log,
+		Journal: s.commitMemcached, Loops: s.loops, Admit: s.admitWrite,
+		MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load,
+		Accept: s.admitMemcached, Busy: func() bool { return s.scripts.busy.Load() != nil }})
 }
 
 // MemcachedAddr is the address of the memcached listener ("" when off).
@@ -471,6 +485,7 @@ func (s *Server) Close() error {
 	for _, l := range s.listeners {
 		l.Close()
 	}
+	s.closeTLS()
 	if s.mc != nil {
 		s.mc.Close()
 	}

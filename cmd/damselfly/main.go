@@ -68,6 +68,7 @@ type cli struct {
 	EnableDebug      string           `name:"enable-debug-command" help:"Allow DEBUG: no, yes, or local (loopback and Unix socket clients only)." default:"no" enum:"no,yes,local" env:"DAMSELFLY_ENABLE_DEBUG_COMMAND"`
 	EnableProtected  string           `name:"enable-protected-configs" help:"Allow CONFIG SET dir/dbfilename: no, yes, or local (loopback and Unix socket clients only)." default:"no" enum:"no,yes,local" env:"DAMSELFLY_ENABLE_PROTECTED_CONFIGS"`
 	AOF              aofFlags         `embed:""`
+	TLS              tlsFlags         `embed:""`
 	Healthcheck      bool             `help:"Send PING to the server on 127.0.0.1:--port and exit 0 on PONG (for container health checks)."`
 	// ACL
 	Aclfile string `help:"ACL file of 'user' lines: loaded at start (errors stop start-up), ACL LOAD reloads it, ACL SAVE writes it." env:"DAMSELFLY_ACLFILE"`
@@ -123,6 +124,7 @@ func main() {
 		MaxClients:       c.Maxclients, EnableDebugCommand: c.EnableDebug, EnableProtectedConfigs: c.EnableProtected,
 		AOF:      c.AOF.config(),
 		DBFormat: c.Dbformat, DBCompression: c.Dbcompression, DBCompressionLevel: c.DbcompressionLvl,
+		TLS:                    c.TLS.config(),
 		SnapshotMaxExtraMemory: int64(c.SnapMaxExtra),
 	}
 	cfg.UnixSocketPerm, _ = server.ParseUnixSocketPerm(c.Unixsocketperm) // checked by validate
@@ -226,6 +228,9 @@ func validate(c *cli) error {
 	}
 	if _, err := server.ParseUnixSocketPerm(c.Unixsocketperm); err != nil {
 		return fmt.Errorf("--unixsocketperm %q: %v", c.Unixsocketperm, err)
+	}
+	if err := c.TLS.validate(); err != nil {
+		return err
 	}
 	if strings.ContainsRune(c.Dbfilename, '/') {
 		return fmt.Errorf("--dbfilename %q: must be a file name, not a path", c.Dbfilename)
