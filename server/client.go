@@ -122,6 +122,12 @@ type Client struct {
 	aofLoading bool
 	// gate is the event loop's busy-script gate (script.go), nil off loops.
 	gate *loopGate
+
+	// Command statistics (cmdstats.go): the command being dispatched (an
+	// error before it runs is a rejection), errors written, the counter slot.
+	rejectable *command
+	errCount   uint32
+	statSlot   uint8
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -143,6 +149,7 @@ func (s *Server) newClient(nc net.Conn) *Client {
 	}
 	c.authed = s.cfg.requirePass() == ""
 	c.p.authed = c.authed
+	c.statSlot = uint8(c.id) & uint8(s.obs.nslots-1)
 	c.p.maxBulk = int(s.cfg.protoMaxBulkLen.Load())
 	c.lastSeen.Store(time.Now().UnixNano())
 	c.view.multi.Store(-1)
@@ -291,6 +298,7 @@ func (c *Client) execute(args [][]byte) {
 		}
 		cmd = sub
 	}
+	c.dispatching(cmd) // cmdstats.go: errors from here on are rejections
 	if !cmd.arityOK(args) {
 		c.err("ERR wrong number of arguments for '" + cmd.name + "' command")
 		c.txFlag()
@@ -344,7 +352,6 @@ func (c *Client) execute(args [][]byte) {
 		c.err("READONLY You can't write against a read only replica.")
 		return
 	}
-	c.srv.stats.commands.Add(1)
 	c.lastCmd.Store(cmd)
 	defer func() {
 		if r := recover(); r != nil {
@@ -353,9 +360,9 @@ func (c *Client) execute(args [][]byte) {
 		}
 	}()
 	c.propagate = args
-	start := c.watchStart()
+	start, errs := c.cmdBegin(cmd, args), c.errCount
 	cmd.fn(c, args)
-	c.watchEnd(cmd, args, start)
+	c.cmdDone(cmd, args, start, errs, callDirect)
 	c.propagate, c.propagateMany = nil, nil
 }
 

@@ -174,6 +174,7 @@ func configParams() map[string]configParam {
 	aofParams(m)
 	scriptingParams(m)
 	unixSocketParams(m)
+	observeParams(m)
 	return m
 }
 
@@ -301,7 +302,7 @@ func cmdConfig(c *Client, args [][]byte) {
 		}
 		c.ok()
 	case "resetstat":
-		c.srv.stats.commands.Store(0)
+		c.srv.resetObserveStats() // cmdstats.go
 		c.srv.stats.connections.Store(0)
 		c.srv.stats.rejected.Store(0)
 		c.srv.stats.keyHits.Store(0)

@@ -40,6 +40,11 @@ type command struct {
 	parent *command            // the container of a subcommand
 	subs   map[string]*command // subcommands by lower-case name
 	fn     func(c *Client, args [][]byte)
+
+	// Observability (cmdstats.go): counters, and the Redis flags that
+	// SLOWLOG, MONITOR and the latency monitor read.
+	stats                                 *cmdStats
+	fast, admin, skipMonitor, skipSlowlog bool
 }
 
 // registration is what a reg call said, kept to check it against Redis's
@@ -81,6 +86,9 @@ func buildCommandTable() *cmdTable {
 	registerGeo(reg)
 	registerSort(reg)
 	registerLCS(reg)
+	registerSlowlog(reg) // slowlog.go
+	registerLatency(reg) // latency.go
+	registerMonitor(reg) // monitor.go
 	t.addDocs()
 	return t
 }

@@ -475,7 +475,9 @@ func (sc *scriptCaller) Call(args [][]byte) ([]byte, bool) {
 			}
 		}()
 		c.propagate = args
+		start, errs := c.cmdBegin(cmd, args), c.errCount
 		cmd.fn(c, args)
+		c.cmdDone(cmd, args, start, errs, callScript)
 	}()
 	wrote := c.srv.dirty.Load() != before
 	reply := c.out

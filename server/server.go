@@ -189,6 +189,9 @@ type Server struct {
 	unixPath string
 	unixPerm os.FileMode
 
+	// obs is command statistics, SLOWLOG, LATENCY and MONITOR (cmdstats.go).
+	obs observe
+
 	shutdownOnce sync.Once
 	done         chan struct{}
 	wg           sync.WaitGroup
@@ -235,6 +238,7 @@ func New(cfg Config) *Server {
 	s.limits.Store(&limits)
 	s.blocking.init()
 	s.cmds = commandTable()
+	s.initObserve() // cmdstats.go
 	s.configParams = configParams()
 	s.enableProtectedConfigs = normProtected(cfg.EnableProtectedConfigs)
 	s.enableDebug = normProtected(cfg.EnableDebugCommand)
@@ -422,7 +426,8 @@ func (s *Server) cron() {
 		if s.repl.IsReplica() {
 			continue // a replica's keys expire when its primary says so (DEL)
 		}
-		deadline := time.Now().Add(5 * time.Millisecond)
+		cycle := time.Now()
+		deadline := cycle.Add(5 * time.Millisecond)
 		for _, sh := range s.store.Shards() {
 			for time.Now().Before(deadline) {
 				rnd = rnd*6364136223846793005 + 1442695040888963407
@@ -436,6 +441,7 @@ func (s *Server) cron() {
 				}
 			}
 		}
+		s.obs.latency.addIfNeeded("expire-cycle", time.Since(cycle)) // latency.go
 	}
 }
 
