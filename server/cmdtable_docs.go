@@ -315,4 +315,20 @@ var cmdSummaries = map[string]string{
 	"script|help":   "Describe the SCRIPT subcommands",
 	"script|kill":   "Stop the running script if it has not written",
 	"script|load":   "Add a script to the cache without running it",
+
+	// Observability (slowlog.go, latency.go, monitor.go).
+	"slowlog":           "Read or clear the log of slow commands",
+	"slowlog|get":       "The newest entries of the slow log",
+	"slowlog|len":       "How many entries the slow log holds",
+	"slowlog|reset":     "Empty the slow log",
+	"slowlog|help":      "Describe the SLOWLOG subcommands",
+	"latency":           "Read the latency monitor and the per-command latency histograms",
+	"latency|latest":    "The newest and the worst sample of every latency event",
+	"latency|history":   "The samples of one latency event, oldest first",
+	"latency|reset":     "Forget the samples of some or all latency events",
+	"latency|doctor":    "A readable analysis of the latency events",
+	"latency|graph":     "An ASCII drawing of one latency event's samples",
+	"latency|histogram": "Cumulative latency distribution of commands, in power-of-two microsecond buckets",
+	"latency|help":      "Describe the LATENCY subcommands",
+	"monitor":           "Stream every command the server runs, as it runs",
 }
