@@ -418,7 +418,7 @@ func observeParams(m map[string]configParam) {
 			for _, f := range strings.Fields(v) {
 				p, err := strconv.ParseFloat(f, 64)
 				if err != nil || p < 0 || p > 100 {
-					return errors.New("Invalid argument '" + f + "' for latency-tracking-info-percentiles")
+					return errors.New("Invalid latency-tracking-info-percentiles parameters")
 				}
 				ps = append(ps, p)
 			}

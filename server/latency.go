@@ -336,6 +336,11 @@ func (s *Server) latencyDoctor() string {
 	m := &s.obs.latency
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.threshold.Load() == 0 && len(m.events) == 0 {
+		return "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Redis instance. " +
+			"You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it. " +
+			"If we weren't in a deep space mission I'd suggest to take a look at https://redis.io/topics/latency-monitor.\n"
+	}
 	if len(m.events) == 0 {
 		return "Dave, no latency spike was observed during the lifetime of this Redis instance, not in the slightest bit. " +
 			"I honestly think you ought to sit down calmly, take a stress pill, and think things over.\n"
