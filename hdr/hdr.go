@@ -160,3 +160,23 @@ func (s *Snapshot) Log(first int64) []Bucket {
 		}
 	}
 }
+
+// Cumulative returns, for each bound (ascending), how many values were at
+// most that bound (a counter is counted under a bound when its lowest
+// value is, so a count may include values up to 1/128 above the bound):
+// the buckets of a Prometheus histogram.
+func (s *Snapshot) Cumulative(upper []int64) []int64 {
+	out := make([]int64, len(upper))
+	var cum int64
+	i := 0
+	for j, b := range upper {
+		for ; i < len(s.counts); i++ {
+			if lo, _ := bounds(i); int64(lo) > b {
+				break
+			}
+			cum += s.counts[i]
+		}
+		out[j] = cum
+	}
+	return out
+}

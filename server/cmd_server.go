@@ -388,6 +388,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		field("hz", 10)
 		field("executable", executable())
 		field("shards", len(s.store.Shards()))
+		s.infoExporterFields("server", c, field) // info_exporter.go
 	}
 	if want("clients") {
 		section("Clients")
@@ -397,6 +398,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		field("connected_clients", n)
 		field("maxclients", s.limitsConn.max.Load())
 		field("blocked_clients", s.blockedClients())
+		s.infoExporterFields("clients", c, field)
 	}
 	if want("memory") {
 		section("Memory")
@@ -416,6 +418,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		field("go_heap_alloc", ms.HeapAlloc)
 		field("go_gc_cycles", ms.NumGC)
 		field("go_gc_pause_total_ns", ms.PauseTotalNs)
+		s.infoExporterFields("memory", c, field)
 	}
 	if want("persistence") {
 		section("Persistence")
@@ -446,6 +449,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		field("pubsub_channels", chans)
 		field("pubsub_patterns", pats)
 		field("total_error_replies", s.obs.errTotal.Load())
+		s.infoExporterFields("stats", c, field)
 	}
 	if want("replication") {
 		section("Replication")
@@ -457,6 +461,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 		field("used_cpu_sys", fmt.Sprintf("%.6f", float64(ru.Stime.Sec)+float64(ru.Stime.Usec)/1e6))
 		field("used_cpu_user", fmt.Sprintf("%.6f", float64(ru.Utime.Sec)+float64(ru.Utime.Usec)/1e6))
+		s.infoExporterFields("cpu", c, field)
 	}
 	if wantExtra("commandstats") {
 		section("Commandstats")

@@ -74,6 +74,8 @@ type observe struct {
 	errTotal   atomic.Int64
 	errDisable bool // past 128 prefixes (under errMu)
 
+	memPeak atomic.Int64 // used_memory_peak (info_exporter.go)
+
 	slow    slowlog
 	latency latencyMonitor
 	mon     monitors

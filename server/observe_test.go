@@ -141,9 +141,9 @@ func TestCommandStats(t *testing.T) {
 	rdb.ConfigResetStat(ctx)
 	rdb.Set(ctx, "a", "1", 0)
 	rdb.Get(ctx, "a")
-	rdb.Do(ctx, "get")                                                        // rejected: arity
-	rdb.LPush(ctx, "a", "x")                                                  // failed: WRONGTYPE
-	rdb.Do(ctx, "nosuchcmd")                                                  // an error, no command
+	rdb.Do(ctx, "get")                                                          // rejected: arity
+	rdb.LPush(ctx, "a", "x")                                                    // failed: WRONGTYPE
+	rdb.Do(ctx, "nosuchcmd")                                                    // an error, no command
 	rdb.Eval(ctx, "redis.pcall('lpush', KEYS[1], 'x') return 1", []string{"a"}) // failed inside a script
 	pipe := rdb.TxPipeline()
 	pipe.Incr(ctx, "n")

@@ -92,6 +92,10 @@ type Config struct {
 	// UnixSocketPerm is the Unix socket file's mode (unixsocketperm; 0
 	// keeps what the umask gives). See ParseUnixSocketPerm.
 	UnixSocketPerm os.FileMode
+
+	// Observability (admin.go): the HTTP admin port with /metrics,
+	// /healthz and optionally pprof.
+	Admin AdminConfig
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -190,7 +194,8 @@ type Server struct {
 	unixPerm os.FileMode
 
 	// obs is command statistics, SLOWLOG, LATENCY and MONITOR (cmdstats.go).
-	obs observe
+	obs   observe
+	admin adminState // the HTTP admin port (admin.go)
 
 	shutdownOnce sync.Once
 	done         chan struct{}
@@ -304,6 +309,9 @@ func (s *Server) Start(cfg Config) error {
 		if err := s.startReplicaOf(cfg.ReplicaOf); err != nil {
 			return err
 		}
+	}
+	if err := s.startAdmin(cfg.Admin); err != nil { // admin.go
+		return err
 	}
 	s.wg.Add(1)
 	go s.cron()
@@ -422,6 +430,7 @@ func (s *Server) cron() {
 			heap, dataset := s.memoryParts(nil)
 			s.usedMem.Store(heap + dataset)
 			s.updateBudget(heap+dataset, dataset)
+			notePeak(&s.obs.memPeak, heap+dataset) // info_exporter.go
 		}
 		if s.repl.IsReplica() {
 			continue // a replica's keys expire when its primary says so (DEL)
@@ -465,6 +474,7 @@ func (s *Server) Close() error {
 		l.Stop()
 	}
 	s.scripts.abort() // a script still running holds every shard
+	s.closeAdmin()
 	s.repl.Close()
 	s.wg.Wait()
 	s.closeAOF()
