@@ -282,6 +282,7 @@ func (c *Client) execute(args [][]byte) {
 		mark, mode := c.reply.begin(c)
 		defer c.reply.after(c, mark, mode)
 	}
+	c.dispatching(nil) // cmdstats.go: no command yet (an unknown one is nobody's rejection)
 	name := c.lowerName(args[0])
 	cmd := c.srv.cmds[name]
 	if cmd == nil {

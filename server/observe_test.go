@@ -145,6 +145,10 @@ func TestCommandStats(t *testing.T) {
 	rdb.LPush(ctx, "a", "x")                                                    // failed: WRONGTYPE
 	rdb.Do(ctx, "nosuchcmd")                                                    // an error, no command
 	rdb.Eval(ctx, "redis.pcall('lpush', KEYS[1], 'x') return 1", []string{"a"}) // failed inside a script
+	rdb.Do(ctx, "multi")
+	rdb.Do(ctx, "get", "a")   // queued
+	rdb.Do(ctx, "nosuchcmd2") // an error, no command: not get's rejection
+	rdb.Do(ctx, "discard")
 	pipe := rdb.TxPipeline()
 	pipe.Incr(ctx, "n")
 	pipe.LPush(ctx, "a", "x") // failed inside EXEC
@@ -164,13 +168,14 @@ func TestCommandStats(t *testing.T) {
 	}
 	check("set", "calls=1,rejected_calls=0,failed_calls=0")
 	check("get", "calls=1,rejected_calls=1,failed_calls=0")
+	check("discard", "calls=1,rejected_calls=0,failed_calls=0")
 	check("lpush", "calls=3,rejected_calls=0,failed_calls=3")
 	check("eval", "calls=1,rejected_calls=0,failed_calls=0")
 	check("incr", "calls=1,rejected_calls=0,failed_calls=0")
 	check("exec", "calls=1,rejected_calls=0,failed_calls=0")
 	check("config|resetstat", "calls=1,rejected_calls=0,failed_calls=0")
 	e := infoFields(t, rdb, "errorstats")
-	if e["errorstat_ERR"] != "count=2" || e["errorstat_WRONGTYPE"] != "count=3" {
+	if e["errorstat_ERR"] != "count=3" || e["errorstat_WRONGTYPE"] != "count=3" {
 		t.Errorf("errorstats %v", e)
 	}
 	st := infoFields(t, rdb, "stats")
@@ -185,7 +190,7 @@ func TestCommandStats(t *testing.T) {
 	if got, _ := strconv.ParseInt(st["total_commands_processed"], 10, 64); got+1 != sum { // one more INFO since
 		t.Errorf("total_commands_processed %d, sum of calls %d", got, sum)
 	}
-	if st["total_error_replies"] != "5" {
+	if st["total_error_replies"] != "6" {
 		t.Errorf("total_error_replies %s", st["total_error_replies"])
 	}
 	l := infoFields(t, rdb, "latencystats")
