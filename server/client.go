@@ -128,6 +128,7 @@ type Client struct {
 	rejectable *command
 	errCount   uint32
 	statSlot   uint8
+	monitoring bool // in MONITOR mode (monitor.go)
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -299,7 +300,10 @@ func (c *Client) execute(args [][]byte) {
 		}
 		cmd = sub
 	}
-	c.dispatching(cmd) // cmdstats.go: errors from here on are rejections
+	c.dispatching(cmd)                         // cmdstats.go: errors from here on are rejections
+	if c.monitoring && c.monitorRefuses(cmd) { // monitor.go
+		return
+	}
 	if !cmd.arityOK(args) {
 		c.err("ERR wrong number of arguments for '" + cmd.name + "' command")
 		c.txFlag()

@@ -56,17 +56,31 @@ func cmdMonitor(c *Client, args [][]byte) {
 	m.list[c] = struct{}{}
 	m.n.Store(int32(len(m.list)))
 	m.mu.Unlock()
+	c.monitoring = true
 	c.ok()
 	c.startAsync() // output from other goroutines goes through a queue
 	c.sess.outq.monitor.Store(true)
 }
 
+// monitorRefuses answers a monitoring client's command that touches the
+// keyspace as Redis does (a monitor is a replica to it), and reports so.
+func (c *Client) monitorRefuses(cmd *command) bool {
+	for _, f := range cmd.flags {
+		if f == "write" || f == "readonly" || f == "may_replicate" {
+			c.err("ERR Replica can't interact with the keyspace")
+			return true
+		}
+	}
+	return false
+}
+
 // stopMonitor removes c from the monitors (RESET, disconnect).
 func (c *Client) stopMonitor() {
-	m := &c.srv.obs.mon
-	if m.n.Load() == 0 {
+	if !c.monitoring {
 		return
 	}
+	c.monitoring = false
+	m := &c.srv.obs.mon
 	m.mu.Lock()
 	delete(m.list, c)
 	m.n.Store(int32(len(m.list)))
@@ -131,7 +145,10 @@ func (c *Client) feedMonitors(cmd *command, args [][]byte, ctx callCtx) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	for t := range m.list {
-		if q := t.sess.outq; q != nil {
+		if t == c && ctx == callDirect {
+			// Its own command: after its reply, as Redis orders them.
+			c.out = append(c.out, line...)
+		} else if q := t.sess.outq; q != nil {
 			q.push(t, line)
 		}
 	}

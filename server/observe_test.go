@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -78,6 +79,36 @@ func TestMonitorMatchesRedis(t *testing.T) {
 	theirs := monitorSession(t, raddr)
 	if strings.Join(ours, "\n") != strings.Join(theirs, "\n") {
 		t.Errorf("MONITOR differs from Redis's\n ours:\n%s\nredis:\n%s", strings.Join(ours, "\n"), strings.Join(theirs, "\n"))
+	}
+}
+
+// TestMonitorOwnCommands: a monitor sees its own commands after their
+// replies, may not touch keys, and RESET ends monitoring.
+func TestMonitorOwnCommands(t *testing.T) {
+	run := func(addr string) []string {
+		r := dialAddr(t, addr)
+		r.do("MONITOR")
+		r.reply()
+		r.do("PING")
+		r.do("GET", "x")
+		r.do("RESET")
+		r.do("PING")
+		var out []string
+		for i := 0; i < 5; i++ {
+			line := r.reply()[0]
+			out = append(out, regexp.MustCompile(`^\+\d+\.\d+ \[0 [^\]]*\]`).ReplaceAllString(line, "+T [0 addr]"))
+		}
+		return out
+	}
+	ours := strings.Join(run(startServer(t).Addr()), "\n")
+	want := "+PONG\n+T [0 addr] \"PING\"\n-ERR Replica can't interact with the keyspace\n+RESET\n+PONG"
+	if ours != want {
+		t.Errorf("got\n%s\nwant\n%s", ours, want)
+	}
+	if _, err := exec.LookPath("redis-server"); err == nil {
+		if theirs := strings.Join(run(startRedis(t)), "\n"); theirs != want {
+			t.Errorf("redis-server: %s", theirs)
+		}
 	}
 }
 
