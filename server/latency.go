@@ -7,6 +7,8 @@ package server
 // samples and the all-time maximum, as Redis keeps them. Events:
 //   command, fast-command  a command's run (cmdDone), as in Redis;
 //   expire-cycle           one active-expiry pass of the cron;
+//   aof-fsync-always       an AOF fsync replies wait for (appendfsync
+//                          always); aof-fsync one in the background;
 //   watchdog               a command that held shards past
 //                          watchdog-threshold-ms (watchdog.go), so the
 //                          watchdog's findings show up here too.
@@ -21,6 +23,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/damselflydb/damselfly/aof"
 )
 
 const latencyTSLen = 160
@@ -387,6 +391,17 @@ func (s *Server) latencyDoctor() string {
 	b.WriteString("- The latency monitor samples only events of at least latency-monitor-threshold milliseconds " +
 		"(" + strconv.FormatInt(m.threshold.Load(), 10) + "); LATENCY RESET clears what it has seen.\n")
 	return b.String()
+}
+
+// aofFsyncLatency samples AOF fsyncs: "aof-fsync-always" when replies wait
+// for them (appendfsync always), "aof-fsync" otherwise (a background fsync
+// that only delays the next one).
+func (s *Server) aofFsyncLatency(d time.Duration, p aof.Policy) {
+	if p == aof.FsyncAlways {
+		s.obs.latency.addIfNeeded("aof-fsync-always", d)
+	} else {
+		s.obs.latency.addIfNeeded("aof-fsync", d)
+	}
 }
 
 func latencyParams(m map[string]configParam) {
