@@ -16,6 +16,7 @@ func (s *Server) infoExporterFields(section string, c *Client, field func(string
 		field("redis_git_sha1", "00000000")
 		field("redis_git_dirty", 0)
 		field("redis_build_id", "damselfly-"+Version)
+		field("configured_hz", 10)
 	case "clients":
 		var in, out int64
 		for _, cl := range s.clientList() {
