@@ -368,3 +368,19 @@ func TestLatencyMonitor(t *testing.T) {
 		t.Errorf("histogram config %v", h)
 	}
 }
+
+// TestMonitorUnixSocket: a Unix socket client shows as unix:<path>, as in
+// Redis.
+func TestMonitorUnixSocket(t *testing.T) {
+	s, path := startUnixServer(t)
+	mon := dialRaw(t, s)
+	mon.do("MONITOR")
+	mon.reply()
+	u := dialAddr(t, path)
+	u.do("SET", "k", "v")
+	u.reply()
+	line := mon.reply()[0]
+	if !strings.HasSuffix(line, ` [0 unix:`+path+`] "SET" "k" "v"`) {
+		t.Errorf("monitor line %q", line)
+	}
+}
