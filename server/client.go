@@ -128,7 +128,8 @@ type Client struct {
 	rejectable *command
 	errCount   uint32
 	statSlot   uint8
-	monitoring bool // in MONITOR mode (monitor.go)
+	monitoring bool   // in MONITOR mode (monitor.go)
+	callErr    string // the last error redis.call got (cmdstats.go)
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {

@@ -125,6 +125,26 @@ func (c *Client) noteError(s string) {
 	c.srv.obs.countError(s)
 }
 
+// rememberCallError keeps the error a script's redis.call got, so that the
+// script's own error reply, when it passes that error on, is not counted
+// in errorstats a second time (the command's error was), as in Redis.
+func (c *Client) rememberCallError(reply []byte) {
+	if len(reply) > 0 && reply[0] == '-' {
+		line, _, _ := strings.Cut(string(reply[1:]), "\r\n")
+		c.callErr = line
+	}
+}
+
+// noteScriptError counts a script's error reply: the script's command
+// failed; errorstats counts it unless it passes on what redis.call got.
+func (c *Client) noteScriptError(s string) {
+	c.errCount++
+	if c.callErr == "" || !strings.HasPrefix(s, c.callErr) {
+		c.srv.obs.countError(s)
+	}
+	c.callErr = ""
+}
+
 // errorPrefix is Redis's errorstats key of an error text.
 func errorPrefix(s string) string {
 	s = strings.TrimPrefix(s, "-")
@@ -180,6 +200,9 @@ const (
 // cmdBegin starts observing a run of cmd; the result goes to cmdDone.
 func (c *Client) cmdBegin(cmd *command, args [][]byte) time.Time {
 	c.rejectable = nil
+	if c.callErr != "" && !c.sess.inScript {
+		c.callErr = "" // a script's, now over
+	}
 	c.waitedNs = 0
 	if c.srv.obs.mon.n.Load() > 0 && cmd.skipMonitor {
 		c.feedMonitors(cmd, args, callDirect) // scripts show before what they call

@@ -384,3 +384,46 @@ func TestMonitorUnixSocket(t *testing.T) {
 		t.Errorf("monitor line %q", line)
 	}
 }
+
+// TestScriptErrorStatsMatchRedis: errors inside and out of scripts count
+// as in Redis (an error redis.call got and the script passes on counts
+// once; the script's command fails).
+func TestScriptErrorStatsMatchRedis(t *testing.T) {
+	run := func(addr string) string {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, PoolSize: 1, DisableIdentity: true})
+		defer rdb.Close()
+		ctx := context.Background()
+		rdb.Set(ctx, "strkey", "v", 0)
+		rdb.ConfigResetStat(ctx)
+		for _, src := range []string{
+			"return redis.error_reply('MY err')",
+			"return redis.call('lpush','strkey','x')",
+			"return redis.pcall('lpush','strkey','x')",
+			"redis.pcall('lpush','strkey','x') return 1",
+			"error('boom')",
+		} {
+			rdb.Eval(ctx, src, nil)
+		}
+		var out []string
+		for _, sec := range []string{"errorstats", "commandstats"} {
+			f := infoFields(t, rdb, sec)
+			for _, k := range sortedInfoKeys(f) {
+				if strings.HasPrefix(k, "errorstat_") || k == "cmdstat_eval" || k == "cmdstat_lpush" {
+					out = append(out, k+":"+regexp.MustCompile(`usec=\d+,usec_per_call=[\d.]+,`).ReplaceAllString(f[k], ""))
+				}
+			}
+		}
+		return strings.Join(out, "\n")
+	}
+	ours := run(startServer(t).Addr())
+	want := "errorstat_ERR:count=1\nerrorstat_MY:count=1\nerrorstat_WRONGTYPE:count=3\n" +
+		"cmdstat_eval:calls=5,rejected_calls=0,failed_calls=4\ncmdstat_lpush:calls=3,rejected_calls=0,failed_calls=3"
+	if ours != want {
+		t.Errorf("ours:\n%s\nwant:\n%s", ours, want)
+	}
+	if _, err := exec.LookPath("redis-server"); err == nil {
+		if theirs := run(startRedis(t)); theirs != want {
+			t.Errorf("redis-server:\n%s", theirs)
+		}
+	}
+}

@@ -394,6 +394,7 @@ func (r *scriptReplier) Array(n int)     { (*Client)(r).array(n) }
 func (r *scriptReplier) Status(s string) { (*Client)(r).simple(s) }
 func (r *scriptReplier) Error(s string) {
 	c := (*Client)(r)
+	c.noteScriptError(s) // cmdstats.go
 	c.out = append(c.out, '-')
 	c.out = append(c.out, s...)
 	c.out = append(c.out, '\r', '\n')
@@ -481,6 +482,7 @@ func (sc *scriptCaller) Call(args [][]byte) ([]byte, bool) {
 	}()
 	wrote := c.srv.dirty.Load() != before
 	reply := c.out
+	c.rememberCallError(reply) // cmdstats.go
 	c.out, c.proto, c.propagate = savedOut, savedProto, savedProp
 	return reply, wrote
 }
