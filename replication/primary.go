@@ -47,8 +47,6 @@ type replicaConn struct {
 	buf       []byte // stream bytes not yet handed to the socket
 	softSince time.Time
 	dead      bool
-	hard      int64
-	soft      int64
 
 	signal    chan struct{} // buffered: something to send
 	done      chan struct{} // closed by kill
@@ -59,7 +57,6 @@ type replicaConn struct {
 func (n *Node) newReplicaConn(p Peer) *replicaConn {
 	r := &replicaConn{
 		n: n, conn: p.Conn, ip: p.IP, port: p.ListenPort,
-		hard: n.cfg.OutputHard, soft: n.cfg.OutputSoft,
 		signal: make(chan struct{}, 1), done: make(chan struct{}), start: make(chan struct{}),
 	}
 	r.state.Store(stateWaitBgsave)
@@ -81,13 +78,14 @@ func (r *replicaConn) push(b []byte) {
 	}
 	r.buf = append(r.buf, b...)
 	size := int64(len(r.buf))
-	over := r.hard > 0 && size > r.hard
-	if !over && r.soft > 0 && size > r.soft && r.softSince.IsZero() {
+	lim := r.n.outLimits.Load()
+	over := lim.Hard > 0 && size > lim.Hard
+	if !over && lim.Soft > 0 && size > lim.Soft && r.softSince.IsZero() {
 		r.softSince = time.Now()
 	}
 	r.mu.Unlock()
 	if over {
-		r.kill(fmt.Sprintf("output buffer %d bytes over the hard limit %d", size, r.hard))
+		r.kill(fmt.Sprintf("output buffer %d bytes over the hard limit %d", size, lim.Hard))
 		return
 	}
 	select {
@@ -98,10 +96,11 @@ func (r *replicaConn) push(b []byte) {
 
 // checkSoft drops the replica when its buffer stayed over the soft limit
 // for the soft period.
-func (r *replicaConn) checkSoft(period time.Duration) {
+func (r *replicaConn) checkSoft() {
+	lim := r.n.outLimits.Load()
 	r.mu.Lock()
-	over := !r.softSince.IsZero() && time.Since(r.softSince) >= period && int64(len(r.buf)) > r.soft
-	if int64(len(r.buf)) <= r.soft {
+	over := lim.Soft > 0 && !r.softSince.IsZero() && time.Since(r.softSince) >= lim.SoftPeriod && int64(len(r.buf)) > lim.Soft
+	if int64(len(r.buf)) <= lim.Soft {
 		r.softSince = time.Time{}
 	}
 	r.mu.Unlock()

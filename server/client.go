@@ -438,7 +438,7 @@ func (c *Client) closeConn() {
 // command table). EXEC qualifies when it would run one of them, or one that
 // waits for locks or other goroutines itself (x-own-locks).
 func (c *Client) mayBlock(cmd *command, args [][]byte) bool {
-	if cmd.mayBlock || cmd.blockOption && blockOptionGiven(args) {
+	if cmd.mayBlock || cmd.blockOption && blockOptionGiven(args) || cmd.randCount && manyRandPicks(args) {
 		return true
 	}
 	if cmd.name == "exec" && c.sess.tx != nil {

@@ -131,7 +131,7 @@ func (s *Server) endSave() {
 }
 
 // saveRDB writes the dump: temp file, fsync, rename, fsync of the directory.
-func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Progress, pace int) error {
+func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Progress, pace int, cut *cutInCommand) error {
 	dir, path := s.dumpPath()
 	s.persist.mu.Lock()
 	tmp := filepath.Join(dir, fmt.Sprintf("temp-%d-%d.rdb", os.Getpid(), s.persist.seq))
@@ -140,7 +140,7 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 	var dirtyAtCut int64
 	stats, err := func() (snapshot.Stats, error) {
 		if s.persist.format.native {
-			return s.saveNative(ctx, path, prog, pace, func() { dirtyAtCut = s.dirty.Load() })
+			return s.saveNative(ctx, path, prog, pace, func() { dirtyAtCut = s.dirty.Load() }, cut)
 		}
 		f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 		if err != nil {
@@ -152,6 +152,9 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 			Compress: s.cfg.rdbCompression.Load(),
 			Pace:     pace,
 			Busy:     s.snapshotBusy(),
+			KeyDelay: s.keySaveDelay,
+			RunCut:   cut.runner(),
+			SlotHeld: cut != nil,
 			// FUNCTION libraries, as Redis stores them (function.go).
 			Functions: s.functionCodes,
 		})
@@ -210,7 +213,7 @@ func (s *Server) Save(reason string) error {
 		return err
 	}
 	defer s.endSave()
-	return s.saveRDB(ctx, reason, prog, 0)
+	return s.saveRDB(ctx, reason, prog, 0, nil)
 }
 
 // backgroundPace limits a background save (and a full sync) to about a
@@ -228,7 +231,7 @@ func (s *Server) startBgsave(reason string) error {
 	go func() {
 		defer s.wg.Done()
 		defer s.endSave()
-		_ = s.saveRDB(ctx, reason, prog, backgroundPace)
+		_ = s.saveRDB(ctx, reason, prog, backgroundPace, nil)
 	}()
 	return nil
 }
@@ -270,7 +273,7 @@ func cmdBgsave(c *Client, args [][]byte) {
 			return
 		}
 	}
-	if err := c.srv.startBgsave("BGSAVE command"); err != nil {
+	if err := c.startBgsaveHere("BGSAVE command"); err != nil {
 		if schedule {
 			c.srv.persist.mu.Lock()
 			c.srv.persist.scheduled = true

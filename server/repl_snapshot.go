@@ -11,7 +11,7 @@ import (
 // replSnapshot streams a forkless point-in-time RDB to a replica.
 func (s *Server) replSnapshot(ctx context.Context, w io.Writer, onCut func()) (int64, error) {
 	st, err := snapshot.Write(ctx, s.store, w, snapshot.Options{OnCut: onCut, Compress: s.cfg.rdbCompression.Load(), Pace: backgroundPace, Busy: s.snapshotBusy(),
-		Functions: s.functionCodes})
+		Functions: s.functionCodes, KeyDelay: s.keySaveDelay})
 	return st.Keys, err
 }
 
@@ -20,7 +20,7 @@ func (s *Server) replSnapshot(ctx context.Context, w io.Writer, onCut func()) (i
 // for the swap of pointers only). On error the current dataset stays.
 func (s *Server) replLoad(r io.Reader) (int64, error) {
 	fresh := shard.NewStore(len(s.store.Shards()), s.store.DBNum())
-	st, err := snapshot.Load(fresh, r, "primary's RDB")
+	st, err := snapshot.LoadWith(fresh, r, "primary's RDB", snapshot.LoadOptions{Limits: s.limits.Load()})
 	if err != nil {
 		fresh.Release()
 		return 0, err

@@ -34,6 +34,10 @@ func (s *Server) initReplication(cfg Config) {
 		ResetExec:  func() { s.master.db = 0 },
 		ListenPort: func() int { return s.port },
 		MasterAuth: cfg.MasterAuth,
+		OutputLimits: func() *replication.OutputLimits {
+			l := s.outLimits.Load().replica.forReplication()
+			return &l
+		}(),
 	})
 	for _, sh := range s.store.Shards() {
 		sh.OnExpire = s.onExpire

@@ -186,9 +186,10 @@ type Server struct {
 
 	// enableProtectedConfigs and enableDebug are fixed at New (protected.go).
 	enableProtectedConfigs, enableDebug string
-	limitsConn                          connLimits // maxclients (maxclients.go)
-	wd                                  watchdog   // slow shard holders (watchdog.go)
-	reclaim                             reclaimer  // GC before refusing a write (memreclaim.go)
+	limitsConn                          connLimits   // maxclients (maxclients.go)
+	wd                                  watchdog     // slow shard holders (watchdog.go)
+	keySaveDelayUs                      atomic.Int64 // rdb-key-save-delay (keysavedelay.go)
+	reclaim                             reclaimer    // GC before refusing a write (memreclaim.go)
 	// unixPath and unixPerm are the Unix socket's configuration (CONFIG GET).
 	unixPath string
 	unixPerm os.FileMode
@@ -272,6 +273,7 @@ func (s *Server) Start(cfg Config) error {
 	if err := s.startAOF(); err != nil {
 		return err
 	}
+	s.fitMaxClientsToFDs() // maxclients.go
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)))
 	if err != nil {
 		return err
@@ -325,7 +327,7 @@ func (s *Server) startMemcached(cfg Config) error {
 	s.mc = memcache.New(s.store, memcache.Config{MaxItemSize: cfg.MaxItemSize, Logger: s.log,
 		Journal: s.commitMemcached, Loops: s.loops, Admit: s.admitWrite,
 		MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load,
-		Accept: s.admitMemcached})
+		Accept: s.admitMemcached, Busy: func() bool { return s.scripts.busy.Load() != nil }})
 	mln, err := s.mc.Listen(net.JoinHostPort(cfg.Bind, strconv.Itoa(port)))
 	if err != nil {
 		return fmt.Errorf("memcached port: %w", err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/damselflydb/damselfly/shard"
+	"github.com/damselflydb/damselfly/shard/types"
 	"github.com/damselflydb/damselfly/snapshot/rdb"
 )
 
@@ -86,6 +87,10 @@ type LoadOptions struct {
 	// Read, when set, counts the bytes read from the input so far (INFO's
 	// loading_loaded_bytes while a server loads).
 	Read *atomic.Int64
+	// Limits are the encoding thresholds loaded collections are built
+	// under: the server's live configuration, so OBJECT ENCODING reads the
+	// same before and after a reload (nil: types.DefaultLimits).
+	Limits *types.Limits
 }
 
 // countingReader counts what it reads.
@@ -103,7 +108,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // LoadWith is Load with options.
 func LoadWith(st *shard.Store, r io.Reader, name string, lo LoadOptions) (Stats, error) {
 	start := time.Now()
-	l := newLoader(st)
+	l := newLoader(st, lo.Limits)
 	p := l.producer()
 	maxKeys := uint64(unknownSizeKeys)
 	if f, ok := r.(*os.File); ok {
@@ -138,6 +143,7 @@ type loader struct {
 	chans  []chan *batch
 	free   []chan *batch
 	nowMs  int64
+	lim    *types.Limits // encoding thresholds (nil: defaults)
 	wg     sync.WaitGroup
 	errMu  sync.Mutex
 	werr   error
@@ -148,9 +154,9 @@ type loader struct {
 
 var errStopped = errors.New("stopped")
 
-func newLoader(st *shard.Store) *loader {
+func newLoader(st *shard.Store, lim *types.Limits) *loader {
 	shards := st.Shards()
-	l := &loader{st: st, shards: shards, chans: make([]chan *batch, len(shards)), free: make([]chan *batch, len(shards)),
+	l := &loader{st: st, shards: shards, lim: lim, chans: make([]chan *batch, len(shards)), free: make([]chan *batch, len(shards)),
 		stop: make(chan struct{}), nowMs: time.Now().UnixMilli()}
 	for i, sh := range shards {
 		ch := make(chan *batch, 4)
@@ -168,7 +174,7 @@ func newLoader(st *shard.Store) *loader {
 					sh.DB(it.db).Prefetch(it.h, it.expireAtMs > 0 || it.coll != nil && it.coll.ExpireAtMs > 0)
 				}
 				for j := range b.items {
-					if err := insert(sh, b.items[j].h, b.entry(j, &tmp)); err != nil {
+					if err := insert(sh, b.items[j].h, b.entry(j, &tmp), l.lim); err != nil {
 						l.fail(fmt.Errorf("%s: %w", b.name, err))
 						break
 					}
@@ -313,9 +319,9 @@ func (p *producer) flush() {
 }
 
 // insert stores one loaded key whose hash is h (shard locked).
-func insert(sh *shard.Shard, h uint64, e *rdb.Entry) error {
+func insert(sh *shard.Shard, h uint64, e *rdb.Entry, lim *types.Limits) error {
 	d := sh.DB(e.DB)
-	v, err := Value(e)
+	v, err := ValueWith(e, lim)
 	if err != nil {
 		return fmt.Errorf("key %q (DB %d): %w", e.Key, e.DB, err)
 	}

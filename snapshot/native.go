@@ -114,10 +114,12 @@ func newID() string {
 // SaveNative writes a native snapshot of st whose summary is path (see the
 // invariants above) while writes continue.
 func SaveNative(ctx context.Context, st *shard.Store, path string, opt NativeOptions) (Stats, error) {
-	if err := st.AcquireSnapshot(ctx); err != nil {
-		return Stats{}, err
+	if !opt.SlotHeld {
+		if err := st.AcquireSnapshot(ctx); err != nil {
+			return Stats{}, err
+		}
+		defer st.ReleaseSnapshot()
 	}
-	defer st.ReleaseSnapshot()
 	start := time.Now()
 	dir, base := filepath.Dir(path), filepath.Base(path)
 	id := newID()
@@ -253,7 +255,7 @@ func writeNative(ctx context.Context, st *shard.Store, ws []io.Writer, opt Nativ
 		return Summary{}, Stats{}, fmt.Errorf("snapshot: cannot write RDB version %d", version)
 	}
 	r := &run{version: version, abort: make(chan struct{}), free: make(chan []byte, 2*len(ws)), keys: &prog.Keys,
-		limits: rdb.Limits{NoCompression: true}, pace: opt.Pace, busy: opt.Busy, perShard: true}
+		limits: rdb.Limits{NoCompression: true}, pace: opt.Pace, busy: opt.Busy, keyDelay: opt.KeyDelay, perShard: true}
 	sers, keys, expires, mem, _ := r.cut(st, opt.Options, prog)
 	aux := append(rdb.DefaultAux(mem), opt.Aux...)
 	sum := Summary{Format: "damselfly-native", Version: NativeFormatVersion, CreatedMs: r.cutMs, Shards: len(sers),
@@ -405,7 +407,7 @@ func LoadNative(st *shard.Store, path string, lo LoadOptions) (Stats, error) {
 		return Stats{}, err
 	}
 	dir := filepath.Dir(path)
-	l := newLoader(st)
+	l := newLoader(st, lo.Limits)
 	// Pre-size from the summary's counts, bounded by what the files on
 	// disk could hold (a key takes at least 3 bytes of RDB, compressed at
 	// most ~8x), so a bad summary cannot make us reserve without bound.

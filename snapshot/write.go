@@ -90,6 +90,22 @@ type Options struct {
 	// a paced serializer pauses only then. Without Busy it pauses after
 	// any batch during which writes reached its shard.
 	Busy func() bool
+	// KeyDelay, when set, is Redis's rdb-key-save-delay, read as the save
+	// goes: each serializer sleeps that long per key it encoded, outside
+	// the shard lock, stretching a save so that tests can write while it
+	// runs.
+	KeyDelay func() time.Duration
+	// RunCut, when set, runs the cut for Write: it must call cut exactly
+	// once with every shard locked (the caller may already hold them, as
+	// the BGSAVE command does, so that the dump is the dataset when the
+	// command ran, as with Redis's fork). Without it Write locks the shards
+	// itself. A RunCut that holds shard locks while Write waits for the
+	// store's snapshot slot would deadlock: such callers take the slot
+	// first and set SlotHeld.
+	RunCut func(cut func())
+	// SlotHeld: the caller holds the store's snapshot slot
+	// (TryAcquireSnapshot) and releases it after Write returns.
+	SlotHeld bool
 }
 
 // Progress is a running Write's progress.
@@ -128,19 +144,20 @@ type chunk struct {
 
 // run is one Write in progress.
 type run struct {
-	version int
-	cutMs   int64
-	queue   chan chunk
-	abort   chan struct{} // closed when the writer gives up
-	free    chan []byte   // written chunk buffers for reuse
-	once    sync.Once
-	errMu   sync.Mutex
-	err     error
-	keys    *atomic.Int64
-	limits  rdb.Limits
-	pace    int
-	busy    func() bool
-	paused  atomic.Int64 // ns the serializers paused for clients
+	version  int
+	cutMs    int64
+	queue    chan chunk
+	abort    chan struct{} // closed when the writer gives up
+	free     chan []byte   // written chunk buffers for reuse
+	once     sync.Once
+	errMu    sync.Mutex
+	err      error
+	keys     *atomic.Int64
+	limits   rdb.Limits
+	pace     int
+	busy     func() bool
+	keyDelay func() time.Duration
+	paused   atomic.Int64 // ns the serializers paused for clients
 	// perShard gives every serializer a queue of its own (native format:
 	// one output per shard) instead of the shared queue.
 	perShard bool
@@ -175,10 +192,12 @@ func (s *serializer) send(c chunk) bool {
 // instant, to w, while writes continue. Only one snapshot runs at a time:
 // Write waits for a running one (or ctx) first.
 func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stats, error) {
-	if err := st.AcquireSnapshot(ctx); err != nil {
-		return Stats{}, err
+	if !opt.SlotHeld {
+		if err := st.AcquireSnapshot(ctx); err != nil {
+			return Stats{}, err
+		}
+		defer st.ReleaseSnapshot()
 	}
-	defer st.ReleaseSnapshot()
 	start := time.Now()
 	prog := opt.Progress
 	if prog == nil {
@@ -192,7 +211,7 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 		return Stats{}, err
 	}
 	r := &run{version: out.Version(), queue: make(chan chunk, queueLen), abort: make(chan struct{}), free: make(chan []byte, queueLen), keys: &prog.Keys,
-		limits: rdb.Limits{NoCompression: !opt.Compress}, pace: opt.Pace, busy: opt.Busy}
+		limits: rdb.Limits{NoCompression: !opt.Compress}, pace: opt.Pace, busy: opt.Busy, keyDelay: opt.KeyDelay}
 	sers, keys, expires, mem, functions := r.cut(st, opt, prog)
 
 	var wg sync.WaitGroup
@@ -259,36 +278,43 @@ func (r *run) cut(st *shard.Store, opt Options, prog *Progress) (sers []*seriali
 	sers = make([]*serializer, len(shards))
 	keys = make([]uint64, st.DBNum())
 	expires = make([]uint64, st.DBNum())
-	all := st.All()
-	st.LockMany(&all)
-	r.cutMs = time.Now().UnixMilli()
-	for i, sh := range shards {
-		s := newSerializer(r, sh, st.DBNum())
-		s.snap = sh.StartSnapshot(s)
-		s.keysAt, s.expiresAt = make([]uint64, st.DBNum()), make([]uint64, st.DBNum())
-		sers[i] = s
-		for db := range keys {
-			k, e := s.snap.Size(db)
-			s.keysAt[db], s.expiresAt[db] = uint64(k), uint64(e)
-			keys[db] += uint64(k)
-			expires[db] += uint64(e)
-			if d := sh.PeekDB(db); d != nil {
-				mem += d.MemoryUsed()
+	cut := func() {
+		r.cutMs = time.Now().UnixMilli()
+		for i, sh := range shards {
+			s := newSerializer(r, sh, st.DBNum())
+			s.snap = sh.StartSnapshot(s)
+			s.keysAt, s.expiresAt = make([]uint64, st.DBNum()), make([]uint64, st.DBNum())
+			sers[i] = s
+			for db := range keys {
+				k, e := s.snap.Size(db)
+				s.keysAt[db], s.expiresAt[db] = uint64(k), uint64(e)
+				keys[db] += uint64(k)
+				expires[db] += uint64(e)
+				if d := sh.PeekDB(db); d != nil {
+					mem += d.MemoryUsed()
+				}
 			}
 		}
+		var total uint64
+		for _, k := range keys {
+			total += k
+		}
+		prog.KeysTotal.Store(int64(total))
+		if opt.OnCut != nil {
+			opt.OnCut()
+		}
+		if opt.Functions != nil {
+			functions = opt.Functions() // the libraries at the cut, like the keys
+		}
 	}
-	var total uint64
-	for _, k := range keys {
-		total += k
+	if opt.RunCut != nil {
+		opt.RunCut(cut)
+	} else {
+		all := st.All()
+		st.LockMany(&all)
+		cut()
+		st.UnlockMany(&all)
 	}
-	prog.KeysTotal.Store(int64(total))
-	if opt.OnCut != nil {
-		opt.OnCut()
-	}
-	if opt.Functions != nil {
-		functions = opt.Functions() // the libraries at the cut, like the keys
-	}
-	st.UnlockMany(&all)
 	return sers, keys, expires, mem, functions
 }
 
@@ -465,6 +491,7 @@ func (s *serializer) run() {
 	var seen uint64
 	for done := false; !done; {
 		start := time.Now()
+		keysBefore := s.r.keys.Load()
 		s.sh.Lock()
 		// Up to lockBatches traversal batches (8 buckets each) per lock
 		// hold: few enough to keep writers' waits short (~100 µs).
@@ -484,6 +511,11 @@ func (s *serializer) run() {
 		writes := s.writes
 		s.sh.Unlock()
 		held := time.Since(start)
+		if s.r.keyDelay != nil {
+			if d := s.r.keyDelay(); d > 0 {
+				time.Sleep(time.Duration(s.r.keys.Load()-keysBefore) * d)
+			}
+		}
 		for _, c := range out {
 			if !s.send(c) {
 				if !done { // aborted: stop the hooks all the same
