@@ -132,6 +132,14 @@ type Client struct {
 	kseMark int
 
 	user atomic.Pointer[acl.User] // the ACL user (acl.go); nil: internal, unrestricted
+
+	// Command statistics (cmdstats.go): the command being dispatched (an
+	// error before it runs is a rejection), errors written, the counter slot.
+	rejectable *command
+	errCount   uint32
+	statSlot   uint8
+	monitoring bool   // in MONITOR mode (monitor.go)
+	callErr    string // the last error redis.call got (cmdstats.go)
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -154,6 +162,7 @@ func (s *Server) newClient(nc net.Conn) *Client {
 	c.user.Store(s.acl.def)
 	c.authed = s.aclNoAuthNeeded()
 	c.p.authed = c.authed
+	c.statSlot = uint8(c.id) & uint8(s.obs.nslots-1)
 	c.p.maxBulk = int(s.cfg.protoMaxBulkLen.Load())
 	c.lastSeen.Store(time.Now().UnixNano())
 	c.view.multi.Store(-1)
@@ -286,6 +295,7 @@ func (c *Client) execute(args [][]byte) {
 		mark, mode := c.reply.begin(c)
 		defer c.reply.after(c, mark, mode)
 	}
+	c.dispatching(nil) // cmdstats.go: no command yet (an unknown one is nobody's rejection)
 	name := c.lowerName(args[0])
 	cmd := c.srv.cmds[name]
 	if cmd == nil {
@@ -301,6 +311,10 @@ func (c *Client) execute(args [][]byte) {
 			return
 		}
 		cmd = sub
+	}
+	c.dispatching(cmd)                         // cmdstats.go: errors from here on are rejections
+	if c.monitoring && c.monitorRefuses(cmd) { // monitor.go
+		return
 	}
 	if !cmd.arityOK(args) {
 		c.err("ERR wrong number of arguments for '" + cmd.name + "' command")
@@ -358,7 +372,6 @@ func (c *Client) execute(args [][]byte) {
 		c.err("READONLY You can't write against a read only replica.")
 		return
 	}
-	c.srv.stats.commands.Add(1)
 	c.lastCmd.Store(cmd)
 	defer func() {
 		if r := recover(); r != nil {
@@ -367,9 +380,9 @@ func (c *Client) execute(args [][]byte) {
 		}
 	}()
 	c.propagate = args
-	start := c.watchStart()
+	start, errs := c.cmdBegin(cmd, args), c.errCount
 	cmd.fn(c, args)
-	c.watchEnd(cmd, args, start)
+	c.cmdDone(cmd, args, start, errs, callDirect)
 	c.srv.kseAfter(c) // notify.go
 	c.propagate, c.propagateMany = nil, nil
 }

@@ -101,6 +101,9 @@ func (c *Client) listFlags() string {
 	if c.blocked.Load() != nil {
 		f = append(f, 'b')
 	}
+	if c.isMonitor() {
+		f = append(f, 'O')
+	}
 	if len(f) == 0 {
 		return "N"
 	}

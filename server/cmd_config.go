@@ -180,6 +180,7 @@ func configParams() map[string]configParam {
 	tlsParams(m)
 	notifyParams(m)
 	lfuParams(m)
+	observeParams(m)
 	return m
 }
 
@@ -312,7 +313,7 @@ func cmdConfig(c *Client, args [][]byte) {
 		}
 		c.ok()
 	case "resetstat":
-		c.srv.stats.commands.Store(0)
+		c.srv.resetObserveStats() // cmdstats.go
 		c.srv.stats.connections.Store(0)
 		c.srv.stats.rejected.Store(0)
 		c.srv.stats.keyHits.Store(0)

@@ -47,6 +47,10 @@ type command struct {
 	aclID    int32
 	aclPerms []uint8
 	aclChans uint8
+	// Observability (cmdstats.go): counters, and the Redis flags that
+	// SLOWLOG, MONITOR and the latency monitor read.
+	stats                                 *cmdStats
+	fast, admin, skipMonitor, skipSlowlog bool
 }
 
 // registration is what a reg call said, kept to check it against Redis's
@@ -90,6 +94,9 @@ func buildCommandTable() *cmdTable {
 	registerSort(reg)
 	registerLCS(reg)
 	registerACL(reg)
+	registerSlowlog(reg) // slowlog.go
+	registerLatency(reg) // latency.go
+	registerMonitor(reg) // monitor.go
 	t.addDocs()
 	return t
 }

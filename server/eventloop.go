@@ -51,6 +51,7 @@ func (s *Server) adopt(c *Client, tc netpoll.Conn) error {
 		c.connMu.Lock()
 		c.nc, c.loop, c.fd = nil, l, fd
 		c.gate = s.scripts.gateOf(l)
+		c.statSlot = s.statSlotOf(l)
 		c.connMu.Unlock()
 		c.view.fd.Store(int32(fd))
 	})

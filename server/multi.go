@@ -172,6 +172,7 @@ func (c *Client) resetSession() {
 	c.setTx(nil)
 	c.unwatchAll()
 	c.unsubscribeAll()
+	c.stopMonitor() // monitor.go
 }
 
 // endSession runs when the connection ends: it releases everything and
@@ -292,7 +293,9 @@ func (c *Client) runQueued(cmd *command, args [][]byte) {
 		return
 	}
 	c.propagate = args
+	start, errs := c.cmdBegin(cmd, args), c.errCount
 	cmd.fn(c, args)
+	c.cmdDone(cmd, args, start, errs, callQueued)
 }
 
 // captureWrite records a committed write of the running EXEC or script.

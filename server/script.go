@@ -394,6 +394,7 @@ func (r *scriptReplier) Array(n int)     { (*Client)(r).array(n) }
 func (r *scriptReplier) Status(s string) { (*Client)(r).simple(s) }
 func (r *scriptReplier) Error(s string) {
 	c := (*Client)(r)
+	c.noteScriptError(s) // cmdstats.go
 	c.out = append(c.out, '-')
 	c.out = append(c.out, s...)
 	c.out = append(c.out, '\r', '\n')
@@ -478,10 +479,13 @@ func (sc *scriptCaller) Call(args [][]byte) ([]byte, bool) {
 			}
 		}()
 		c.propagate = args
+		start, errs := c.cmdBegin(cmd, args), c.errCount
 		cmd.fn(c, args)
+		c.cmdDone(cmd, args, start, errs, callScript)
 	}()
 	wrote := c.srv.dirty.Load() != before
 	reply := c.out
+	c.rememberCallError(reply) // cmdstats.go
 	c.out, c.proto, c.propagate = savedOut, savedProto, savedProp
 	return reply, wrote
 }

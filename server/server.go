@@ -106,6 +106,10 @@ type Config struct {
 	// its rules (see ValidateACLUser), applied before the ACL file.
 	ACLFile  string
 	ACLUsers [][]string
+
+	// Observability (admin.go): the HTTP admin port with /metrics,
+	// /healthz and optionally pprof.
+	Admin AdminConfig
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -206,6 +210,9 @@ type Server struct {
 
 	kse     keyspaceEvents // notify-keyspace-events (notify.go)
 	migrate migrateConns   // MIGRATE's cached connections (migrate.go)
+	// obs is command statistics, SLOWLOG, LATENCY and MONITOR (cmdstats.go).
+	obs   observe
+	admin adminState // the HTTP admin port (admin.go)
 
 	shutdownOnce sync.Once
 	done         chan struct{}
@@ -258,6 +265,7 @@ func New(cfg Config) *Server {
 	s.blocking.init()
 	s.cmds = commandTable()
 	s.initACL(cfg)
+	s.initObserve() // cmdstats.go
 	s.configParams = configParams()
 	s.enableProtectedConfigs = normProtected(cfg.EnableProtectedConfigs)
 	s.enableDebug = normProtected(cfg.EnableDebugCommand)
@@ -332,6 +340,9 @@ func (s *Server) Start(cfg Config) error {
 		if err := s.startReplicaOf(cfg.ReplicaOf); err != nil {
 			return err
 		}
+	}
+	if err := s.startAdmin(cfg.Admin); err != nil { // admin.go
+		return err
 	}
 	s.wg.Add(1)
 	go s.cron()
@@ -455,11 +466,13 @@ func (s *Server) cron() {
 			heap, dataset := s.memoryParts(nil)
 			s.usedMem.Store(heap + dataset)
 			s.updateBudget(heap+dataset, dataset)
+			notePeak(&s.obs.memPeak, heap+dataset) // info_exporter.go
 		}
 		if s.repl.IsReplica() {
 			continue // a replica's keys expire when its primary says so (DEL)
 		}
-		deadline := time.Now().Add(5 * time.Millisecond)
+		cycle := time.Now()
+		deadline := cycle.Add(5 * time.Millisecond)
 		for _, sh := range s.store.Shards() {
 			for time.Now().Before(deadline) {
 				rnd = rnd*6364136223846793005 + 1442695040888963407
@@ -473,7 +486,8 @@ func (s *Server) cron() {
 				}
 			}
 		}
-		s.kseAfterCron() // notify.go
+		s.kseAfterCron()                                             // notify.go
+		s.obs.latency.addIfNeeded("expire-cycle", time.Since(cycle)) // latency.go
 	}
 }
 
@@ -499,6 +513,7 @@ func (s *Server) Close() error {
 		l.Stop()
 	}
 	s.scripts.abort() // a script still running holds every shard
+	s.closeAdmin()
 	s.repl.Close()
 	s.wg.Wait()
 	s.closeAOF()

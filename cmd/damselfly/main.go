@@ -71,7 +71,8 @@ type cli struct {
 	TLS              tlsFlags         `embed:""`
 	Healthcheck      bool             `help:"Send PING to the server on 127.0.0.1:--port and exit 0 on PONG (for container health checks)."`
 	// ACL
-	Aclfile string `help:"ACL file of 'user' lines: loaded at start (errors stop start-up), ACL LOAD reloads it, ACL SAVE writes it." env:"DAMSELFLY_ACLFILE"`
+	Aclfile string     `help:"ACL file of 'user' lines: loaded at start (errors stop start-up), ACL LOAD reloads it, ACL SAVE writes it." env:"DAMSELFLY_ACLFILE"`
+	Admin   adminFlags `embed:""` // adminflags.go
 }
 
 func main() {
@@ -129,6 +130,7 @@ func main() {
 	}
 	cfg.UnixSocketPerm, _ = server.ParseUnixSocketPerm(c.Unixsocketperm) // checked by validate
 	cfg.ACLFile = c.Aclfile
+	cfg.Admin = c.Admin.config()
 	srv := server.New(cfg)
 	// Listen at once (clients get -LOADING until the dump is loaded). A
 	// dump that exists but cannot be read stops us here: starting empty
