@@ -122,6 +122,11 @@ type Client struct {
 	aofLoading bool
 	// gate is the event loop's busy-script gate (script.go), nil off loops.
 	gate *loopGate
+
+	// Client-side caching (tracking.go) and CLIENT's per-connection
+	// switches: NO-EVICT, NO-TOUCH, SETINFO (clientadmin.go).
+	track clientTrack
+	admin clientAdmin
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -306,6 +311,9 @@ func (c *Client) execute(args [][]byte) {
 	if c.srv.scripts.busy.Load() != nil && !c.waitBusy(cmd, args) { // script.go
 		return
 	}
+	if c.srv.pause.kind.Load() != pauseOff && c.pausedWait(cmd) { // clientadmin.go
+		return
+	}
 	if c.srv.shutdownRefused(c) {
 		// Shutting down: this connection is being closed; never reply.
 		c.closed.Store(true)
@@ -354,7 +362,13 @@ func (c *Client) execute(args [][]byte) {
 	}()
 	c.propagate = args
 	start := c.watchStart()
+	if c.track.on || c.admin.noTouch.Load() {
+		c.beforeCommand(cmd, args) // clientadmin.go
+	}
 	cmd.fn(c, args)
+	if c.track.on || len(c.track.own) > 0 {
+		c.trackAfter(cmd) // tracking.go
+	}
 	c.watchEnd(cmd, args, start)
 	c.propagate, c.propagateMany = nil, nil
 }
@@ -459,6 +473,6 @@ func (c *Client) info() string {
 	sb.WriteString(" sub=" + itoa(int64(sub[kindChannel].Load())) + " psub=" + itoa(int64(sub[kindPattern].Load())) +
 		" ssub=" + itoa(int64(sub[kindShard].Load())) + " multi=" + itoa(int64(c.view.multi.Load())))
 	sb.WriteString(c.bufferFields())
-	sb.WriteString(" events=r cmd=" + last + " user=default redir=-1 resp=" + itoa(int64(c.view.proto.Load())))
+	sb.WriteString(" events=r cmd=" + last + " user=default redir=" + itoa(c.trackRedir()) + " resp=" + itoa(int64(c.view.proto.Load())) + c.libFields())
 	return sb.String()
 }

@@ -98,6 +98,7 @@ func (c *Client) listFlags() string {
 	if c.blocked.Load() != nil {
 		f = append(f, 'b')
 	}
+	f = c.adminListFlags(f) // clientadmin.go: t R B (tracking), e (no-evict), T (no-touch)
 	if len(f) == 0 {
 		return "N"
 	}

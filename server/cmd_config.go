@@ -174,6 +174,7 @@ func configParams() map[string]configParam {
 	aofParams(m)
 	scriptingParams(m)
 	unixSocketParams(m)
+	trackingParams(m)
 	return m
 }
 

@@ -105,6 +105,7 @@ func cmdFlushDB(c *Client, args [][]byte) {
 	set := c.lockAll()
 	defer c.unlock(set)
 	c.srv.flush(c.db, async)
+	c.trackFlushed() // tracking.go: null invalidation to every tracking client
 	c.ok()
 }
 
@@ -116,6 +117,7 @@ func cmdFlushAll(c *Client, args [][]byte) {
 	set := c.lockAll()
 	defer c.unlock(set)
 	c.srv.flush(-1, async)
+	c.trackFlushed() // tracking.go: null invalidation to every tracking client
 	c.ok()
 }
 

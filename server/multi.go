@@ -172,6 +172,7 @@ func (c *Client) resetSession() {
 	c.setTx(nil)
 	c.unwatchAll()
 	c.unsubscribeAll()
+	c.trackOff() // tracking.go
 }
 
 // endSession runs when the connection ends: it releases everything and
@@ -289,6 +290,9 @@ func (c *Client) runQueued(cmd *command, args [][]byte) {
 		}
 	}()
 	c.propagate = args
+	if c.track.on || c.admin.noTouch.Load() {
+		c.beforeCommand(cmd, args) // clientadmin.go
+	}
 	cmd.fn(c, args)
 }
 

@@ -475,6 +475,9 @@ func (sc *scriptCaller) Call(args [][]byte) ([]byte, bool) {
 			}
 		}()
 		c.propagate = args
+		if c.track.on {
+			c.trackBefore(cmd, args) // tracking.go
+		}
 		cmd.fn(c, args)
 	}()
 	wrote := c.srv.dirty.Load() != before

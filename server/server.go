@@ -92,6 +92,14 @@ type Config struct {
 	// UnixSocketPerm is the Unix socket file's mode (unixsocketperm; 0
 	// keeps what the umask gives). See ParseUnixSocketPerm.
 	UnixSocketPerm os.FileMode
+
+	// Client-side caching, CLIENT PAUSE and the config file
+	// (tracking.go, clientadmin.go, conffile.go).
+	// TrackingTableMaxKeys is tracking-table-max-keys (0: Redis's default,
+	// 1000000; negative: no limit). ConfigFile is the file the server was
+	// started with ("": none; CONFIG REWRITE then fails as in Redis).
+	TrackingTableMaxKeys int64
+	ConfigFile           string
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -189,6 +197,10 @@ type Server struct {
 	unixPath string
 	unixPerm os.FileMode
 
+	track    tracking   // client-side caching (tracking.go)
+	pause    pauseState // CLIENT PAUSE (clientadmin.go)
+	confFile string     // the config file (conffile.go)
+
 	shutdownOnce sync.Once
 	done         chan struct{}
 	wg           sync.WaitGroup
@@ -243,6 +255,7 @@ func New(cfg Config) *Server {
 	s.initReplication(cfg)
 	s.initAOF(cfg.AOF)
 	s.journal = s.journalWrite
+	s.initClientFeatures(cfg) // tracking.go, clientadmin.go, conffile.go
 	return s
 }
 
@@ -419,8 +432,9 @@ func (s *Server) cron() {
 			s.usedMem.Store(heap + dataset)
 			s.updateBudget(heap+dataset, dataset)
 		}
-		if s.repl.IsReplica() {
-			continue // a replica's keys expire when its primary says so (DEL)
+		s.trackCron() // tracking.go: invalidations left by other writers, tracking-table-max-keys
+		if s.repl.IsReplica() || s.pause.expiryPaused() {
+			continue // a replica's keys expire when its primary says so (DEL); CLIENT PAUSE stops expiry
 		}
 		deadline := time.Now().Add(5 * time.Millisecond)
 		for _, sh := range s.store.Shards() {
@@ -428,6 +442,9 @@ func (s *Server) cron() {
 				rnd = rnd*6364136223846793005 + 1442695040888963407
 				sh.Lock()
 				deleted, sampled := sh.ExpireCycle(time.Now().UnixMilli(), rnd, 20)
+				if s.track.users.Load() > 0 {
+					s.trackFlush(sh, nil) // tracking.go: invalidate what expired
+				}
 				sh.Unlock()
 				// Like Redis: keep going while more than a quarter of the
 				// sample was expired.
