@@ -262,7 +262,7 @@ func (c *Client) onOff(arg []byte, flag *atomic.Bool) {
 // clientPause is CLIENT PAUSE timeout [WRITE|ALL].
 func (c *Client) clientPause(args [][]byte) {
 	if len(args) > 4 {
-		c.errSyntax()
+		c.err("ERR unknown subcommand or wrong number of arguments for '" + sanitize(args[1], 128) + "'. Try CLIENT HELP.")
 		return
 	}
 	kind := int32(pauseAll)

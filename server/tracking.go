@@ -35,6 +35,7 @@ package server
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -624,7 +625,8 @@ func (c *Client) clientTrackingInfo() {
 		}
 		redirect = m.redirect
 		if m.bcast {
-			prefixes = m.prefixes
+			prefixes = slices.Clone(m.prefixes)
+			slices.Sort(prefixes) // Redis lists its radix tree's order
 		}
 	}
 	c.mapHeader(3)
