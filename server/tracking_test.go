@@ -200,7 +200,9 @@ func TestTrackingGoRedisCache(t *testing.T) {
 			_, err := writer.TxPipelined(ctx, func(p redis.Pipeliner) error { return p.Append(ctx, "csc", "!").Err() })
 			return err
 		},
-		func() error { return writer.Eval(ctx, "return redis.call('set', KEYS[1], 'lua')", []string{"csc"}).Err() },
+		func() error {
+			return writer.Eval(ctx, "return redis.call('set', KEYS[1], 'lua')", []string{"csc"}).Err()
+		},
 		func() error { return writer.FlushAll(ctx).Err() },
 	} {
 		want, _ := cached.Get(ctx, "csc").Result() // cache it
