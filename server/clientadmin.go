@@ -175,19 +175,28 @@ func (c *Client) pausedWait(cmd *command) bool {
 	}
 }
 
-// mayReplicate is Redis's is_may_replicate_command.
+// mayReplicate is Redis's is_may_replicate_command: write commands and
+// those Redis 7.0 flags may_replicate (a flag COMMAND INFO hides).
 func (c *Client) mayReplicate(cmd *command) bool {
-	if cmd.write || cmd.hasFlag("may_replicate") {
+	if writeOrMayReplicate(cmd) {
 		return true
 	}
 	if cmd.name == "exec" && c.sess.tx != nil {
 		for _, q := range c.sess.tx.queue {
-			if q.cmd.write || q.cmd.hasFlag("may_replicate") {
+			if writeOrMayReplicate(q.cmd) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+func writeOrMayReplicate(cmd *command) bool {
+	switch cmd.name {
+	case "pfcount", "publish", "spublish", "eval", "evalsha", "fcall":
+		return true
+	}
+	return cmd.write
 }
 
 // isReplicaLink reports whether c is a replica's connection (never paused).
