@@ -65,6 +65,7 @@ func (s *Server) initClientFeatures(cfg Config) {
 	}
 	s.pause.changed = make(chan struct{})
 	s.confFile = cfg.ConfigFile
+	s.captureConfigDefaults()
 }
 
 // active reports the pause kind in force now (pauseOff when its time has

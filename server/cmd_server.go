@@ -386,6 +386,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		field("uptime_in_days", uptime/86400)
 		field("hz", 10)
 		field("executable", executable())
+		field("config_file", s.confFile) // conffile.go
 		field("shards", len(s.store.Shards()))
 	}
 	if want("clients") {
@@ -396,6 +397,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		field("connected_clients", n)
 		field("maxclients", s.limitsConn.max.Load())
 		field("blocked_clients", s.blockedClients())
+		field("tracking_clients", s.track.users.Load()) // tracking.go
 	}
 	if want("memory") {
 		section("Memory")
@@ -444,6 +446,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		chans, pats := s.pubsubCounts()
 		field("pubsub_channels", chans)
 		field("pubsub_patterns", pats)
+		s.infoTrackingStats(field) // tracking.go
 	}
 	if want("replication") {
 		section("Replication")

@@ -200,6 +200,9 @@ type Server struct {
 	track    tracking   // client-side caching (tracking.go)
 	pause    pauseState // CLIENT PAUSE (clientadmin.go)
 	confFile string     // the config file (conffile.go)
+	// confDefaults are the CONFIG parameters' values before the config
+	// file was applied (CONFIG REWRITE appends what differs).
+	confDefaults map[string]string
 
 	shutdownOnce sync.Once
 	done         chan struct{}

@@ -683,7 +683,10 @@ func trackingParams(m map[string]configParam) {
 	}
 }
 
-// infoTracking is INFO's tracking fields (stats section).
-func (s *Server) trackingInfo() (keys, prefixes, clients int64) {
-	return s.track.total.Load(), s.track.nbcast.Load(), s.track.users.Load()
+// infoTrackingStats adds INFO stats' tracking fields (Redis 7.0's names;
+// items counts one per key, as every key records its readers together).
+func (s *Server) infoTrackingStats(field func(string, any)) {
+	field("tracking_total_keys", s.track.total.Load())
+	field("tracking_total_items", s.track.total.Load())
+	field("tracking_total_prefixes", s.track.nbcast.Load())
 }
