@@ -354,3 +354,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// BenchmarkExecuteSetTracked is BenchmarkExecuteSet while a client tracks
+// (the data layer's hook installed, the keys not tracked): the cost every
+// write pays once tracking is in use.
+func BenchmarkExecuteSetTracked(b *testing.B) {
+	benchRequestsWith(b, "SET", 10000, func(c *Client) {
+		c.srv.track.users.Add(1)
+		c.setTrackHooks()
+	})
+}
