@@ -348,8 +348,13 @@ func (c *Client) trackAfter(cmd *command) {
 
 // trackFlushed sends the null invalidation of FLUSHDB/FLUSHALL to every
 // tracking client and empties the tables (every shard held by c).
-func (c *Client) trackFlushed() {
-	s := c.srv
+func (c *Client) trackFlushed() { c.srv.trackInvalidateAll(c) }
+
+// trackInvalidateAll is trackFlushed for any replacement of the dataset
+// (FLUSHDB, FLUSHALL, DEBUG RELOAD, a replica's full sync), as Redis's
+// emptyData does; from (nil: the server) is the client running it. Every
+// shard is held by the caller.
+func (s *Server) trackInvalidateAll(c *Client) {
 	if s.track.users.Load() == 0 {
 		return
 	}

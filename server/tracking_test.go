@@ -364,3 +364,36 @@ func BenchmarkExecuteSetTracked(b *testing.B) {
 		c.setTrackHooks()
 	})
 }
+
+// TestTrackingOnReplica: a client tracking on a replica is told of the
+// primary's writes (applied through the replication stream), and of the
+// full sync that replaces the dataset.
+func TestTrackingOnReplica(t *testing.T) {
+	ctx := context.Background()
+	p := startServer(t, func(c *Config) { c.Save = "" })
+	prc := newClient(t, p)
+	prc.Set(ctx, "rk", "0", 0)
+	r := startServer(t, func(c *Config) { c.Save = ""; c.ReplicaOf = p.Addr() })
+	rrc := newClient(t, r)
+	waitFor(t, "the replica to sync", func() bool { return rrc.Get(ctx, "rk").Val() == "0" })
+	a := dialRaw(t, r)
+	a.do("HELLO", "3")
+	a.reply()
+	a.do("CLIENT", "TRACKING", "on")
+	a.reply()
+	a.do("GET", "rk")
+	expectReply(t, a, "get on the replica", "$1", "0")
+	prc.Set(ctx, "rk", "1", 0)
+	expectReply(t, a, "invalidation from the primary's stream", invalidation("rk")...)
+	// A new full sync (REPLICAOF again) replaces the dataset: null invalidation.
+	a.do("GET", "rk")
+	a.reply()
+	rrc.Do(ctx, "REPLICAOF", "NO", "ONE")
+	host, port, _ := strings.Cut(p.Addr(), ":")
+	rrc.Do(ctx, "REPLICAOF", host, port)
+	got := a.reply()
+	if strings.Join(got, "|") != strings.Join([]string{">2", "$10", "invalidate", "_"}, "|") &&
+		strings.Join(got, "|") != strings.Join(invalidation("rk"), "|") {
+		t.Errorf("after a new full sync: %q", got)
+	}
+}
