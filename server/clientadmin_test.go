@@ -125,6 +125,8 @@ func TestClientKillFilters(t *testing.T) {
 	}
 	// The old form, and LADDR.
 	old := dialRaw(t, s)
+	old.do("PING")
+	old.reply() // registered by the server
 	if err := admin.ClientKill(ctx, old.nc.LocalAddr().String()).Err(); err != nil {
 		t.Fatal(err)
 	}
