@@ -23,7 +23,11 @@ package server
 //     clients' goroutines can be pushed to it at any time; CLIENT TRACKING
 //     detaches its connection from the event loop for that. Invalidations of
 //     the client's own writes are kept until its reply is written, as
-//     Redis 7.0 does (tracking_pending_keys).
+//     Redis 7.0 does (tracking_pending_keys). Order: from a tracked read
+//     until its batch of replies is queued, other goroutines' invalidations
+//     for the client wait behind it (clientTrack.deferred), so an
+//     invalidation never precedes the old value it invalidates
+//     (TestTrackingNoStaleCache).
 //   - With REDIRECT the message goes to the target: a RESP3 push, or for a
 //     RESP2 target in Pub/Sub mode a message on __redis__:invalidate. A
 //     target gone marks the redirect broken (flag R) and a RESP3 tracker gets
@@ -63,6 +67,36 @@ type clientTrack struct {
 	caching bool       // CLIENT CACHING YES|NO given for the next command
 	own     []ownInval // invalidations of its own writes, sent after the reply
 	keyBuf  [][]byte
+	// Between a tracked read and the moment its reply is queued (busy),
+	// invalidations from other goroutines wait in deferred: sent before the
+	// reply, one could precede the old value it invalidates and the client
+	// would cache that value for good. queueOutput releases them.
+	pmu      sync.Mutex
+	busy     bool
+	deferred []byte
+}
+
+// pushInvalidation queues frame f for c, after the replies of a tracked
+// read c is running.
+func (c *Client) pushInvalidation(q *outQueue, f []byte) {
+	c.track.pmu.Lock()
+	defer c.track.pmu.Unlock()
+	if c.track.busy {
+		c.track.deferred = append(c.track.deferred, f...)
+		return
+	}
+	q.push(c, f)
+}
+
+// trackReleaseDeferred runs once c's replies are queued (queueOutput).
+func (c *Client) trackReleaseDeferred(q *outQueue) {
+	c.track.pmu.Lock()
+	if len(c.track.deferred) > 0 {
+		q.push(c, c.track.deferred)
+		c.track.deferred = nil
+	}
+	c.track.busy = false
+	c.track.pmu.Unlock()
 }
 
 // ownInval is one pending invalidation for the running client: keys, or
@@ -253,7 +287,7 @@ func (s *Server) sendInvalidation(tc *Client, m *trackMode, keys [][]byte, null 
 	}
 	trackerProto := int(tc.view.proto.Load())
 	if f := invalidationFrame(int(q.proto.Load()), m.redirect != 0 && dst.subscribed(), trackerProto, keys, null); f != nil {
-		q.push(dst, f)
+		dst.pushInvalidation(q, f)
 	}
 }
 
@@ -300,6 +334,9 @@ func (c *Client) trackBefore(cmd *command, args [][]byte) {
 		return // the script's own reads are recorded instead
 	}
 	caller := c
+	c.track.pmu.Lock()
+	c.track.busy = true
+	c.track.pmu.Unlock()
 	keys := cmd.appendKeys(c.track.keyBuf[:0], args)
 	c.track.keyBuf = keys[:0]
 	t := &c.srv.track

@@ -397,3 +397,71 @@ func TestTrackingOnReplica(t *testing.T) {
 		t.Errorf("after a new full sync: %q", got)
 	}
 }
+
+// TestTrackingNoStaleCache: a client caching what it reads and dropping
+// what is invalidated must never end with a stale value, however its reads
+// interleave with another client's writes (an invalidation sent ahead of
+// the reply carrying the old value would leave that value cached).
+func TestTrackingNoStaleCache(t *testing.T) {
+	s := startServer(t)
+	ctx := context.Background()
+	w := newClient(t, s)
+	w.Set(ctx, "hot", 0, 0)
+	a := dialRaw(t, s)
+	a.do("HELLO", "3")
+	a.reply()
+	a.do("CLIENT", "TRACKING", "on")
+	a.reply()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 3000 {
+			w.Incr(ctx, "hot")
+		}
+	}()
+	cached, have := "", false
+	read := func(until string) {
+		for {
+			got := a.reply()
+			switch {
+			case len(got) > 2 && got[0] == ">2" && got[2] == "invalidate":
+				have = false
+			case got[0] == until:
+				return
+			case until == "" && strings.HasPrefix(got[0], "$"):
+				cached, have = got[1], true
+				return
+			default:
+				t.Fatalf("unexpected %q", got)
+			}
+		}
+	}
+	// Like a real cache: ask the server only on a miss (a pipeline of
+	// reads, which widens the window between a read and its reply being
+	// queued), otherwise just look for invalidations.
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		if have {
+			a.do("PING")
+			read("+PONG")
+			continue
+		}
+		var b strings.Builder
+		for range 20 {
+			b.WriteString("*2\r\n$3\r\nGET\r\n$3\r\nhot\r\n")
+		}
+		a.send(b.String())
+		for range 20 {
+			read("")
+		}
+	}
+	a.do("PING")
+	read("+PONG")
+	if want := w.Get(ctx, "hot").Val(); have && cached != want {
+		t.Fatalf("cached %q after the last invalidation, the key holds %q", cached, want)
+	}
+}
