@@ -93,6 +93,11 @@ type Config struct {
 	// keeps what the umask gives). See ParseUnixSocketPerm.
 	UnixSocketPerm os.FileMode
 
+	// Snapshots (issue 14): SnapshotMaxExtraMemory bounds the encoded bytes
+	// a save or full sync holds in flight (0 = 64 MiB); past it, writes to
+	// keys not yet saved wait for the save instead of it copying more.
+	SnapshotMaxExtraMemory int64
+
 	// Client-side caching, CLIENT PAUSE and the config file
 	// (tracking.go, clientadmin.go, conffile.go).
 	// TrackingTableMaxKeys is tracking-table-max-keys (0: Redis's default,
@@ -190,12 +195,16 @@ type Server struct {
 
 	// enableProtectedConfigs and enableDebug are fixed at New (protected.go).
 	enableProtectedConfigs, enableDebug string
-	limitsConn                          connLimits // maxclients (maxclients.go)
-	wd                                  watchdog   // slow shard holders (watchdog.go)
-	reclaim                             reclaimer  // GC before refusing a write (memreclaim.go)
+	limitsConn                          connLimits   // maxclients (maxclients.go)
+	wd                                  watchdog     // slow shard holders (watchdog.go)
+	keySaveDelayUs                      atomic.Int64 // rdb-key-save-delay (keysavedelay.go)
+	reclaim                             reclaimer    // GC before refusing a write (memreclaim.go)
 	// unixPath and unixPerm are the Unix socket's configuration (CONFIG GET).
 	unixPath string
 	unixPerm os.FileMode
+
+	kse     keyspaceEvents // notify-keyspace-events (notify.go)
+	migrate migrateConns   // MIGRATE's cached connections (migrate.go)
 
 	track    tracking   // client-side caching (tracking.go)
 	pause    pauseState // CLIENT PAUSE (clientadmin.go)
@@ -232,7 +241,7 @@ func New(cfg Config) *Server {
 	s.cfg.save = cfg.Save
 	s.cfg.maxMemory.Store(cfg.MaxMemory)
 	if p, err := parsePolicy(cfg.MaxMemoryPolicy); err == nil {
-		s.evict.policy.Store(int32(p))
+		s.setPolicy(p) // lfu.go
 	}
 	s.evict.samples.Store(5)
 	s.words.multi, s.words.exec = [][]byte{[]byte("MULTI")}, [][]byte{[]byte("EXEC")}
@@ -243,6 +252,7 @@ func New(cfg Config) *Server {
 	s.persist.init(s.started)
 	s.initDBFormat(cfg)
 	s.pubsub = newPubSubRegistry()
+	s.store.OnNewKey(s.notifyNewKey) // notify.go
 	s.scripts = newScriptCache()
 	lim := defaultOutLimits
 	s.outLimits.Store(&lim)
@@ -279,6 +289,7 @@ func (s *Server) Start(cfg Config) error {
 	if err := s.startAOF(); err != nil {
 		return err
 	}
+	s.fitMaxClientsToFDs() // maxclients.go
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)))
 	if err != nil {
 		return err
@@ -329,7 +340,7 @@ func (s *Server) startMemcached(cfg Config) error {
 	s.mc = memcache.New(s.store, memcache.Config{MaxItemSize: cfg.MaxItemSize, Logger: s.log,
 		Journal: s.commitMemcached, Loops: s.loops, Admit: s.admitWrite,
 		MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load,
-		Accept: s.admitMemcached})
+		Accept: s.admitMemcached, Busy: func() bool { return s.scripts.busy.Load() != nil }})
 	mln, err := s.mc.Listen(net.JoinHostPort(cfg.Bind, strconv.Itoa(port)))
 	if err != nil {
 		return fmt.Errorf("memcached port: %w", err)
@@ -456,6 +467,7 @@ func (s *Server) cron() {
 				}
 			}
 		}
+		s.kseAfterCron() // notify.go
 	}
 }
 
@@ -463,6 +475,7 @@ func (s *Server) cron() {
 // background goroutines.
 func (s *Server) Close() error {
 	s.shutdownOnce.Do(func() { close(s.done) })
+	s.migrate.closeAll() // migrate.go
 	for _, l := range s.listeners {
 		l.Close()
 	}
