@@ -140,6 +140,10 @@ type Client struct {
 	statSlot   uint8
 	monitoring bool   // in MONITOR mode (monitor.go)
 	callErr    string // the last error redis.call got (cmdstats.go)
+	// Client-side caching (tracking.go) and CLIENT's per-connection
+	// switches: NO-EVICT, NO-TOUCH, SETINFO (clientadmin.go).
+	track clientTrack
+	admin clientAdmin
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -334,6 +338,9 @@ func (c *Client) execute(args [][]byte) {
 	if c.srv.scripts.busy.Load() != nil && !c.waitBusy(cmd, args) { // script.go
 		return
 	}
+	if c.srv.pause.kind.Load() != pauseOff && c.pausedWait(cmd) { // clientadmin.go
+		return
+	}
 	if c.srv.shutdownRefused(c) {
 		// Shutting down: this connection is being closed; never reply.
 		c.closed.Store(true)
@@ -381,7 +388,13 @@ func (c *Client) execute(args [][]byte) {
 	}()
 	c.propagate = args
 	start, errs := c.cmdBegin(cmd, args), c.errCount
+	if c.track.on || c.admin.noTouch.Load() {
+		c.beforeCommand(cmd, args) // clientadmin.go
+	}
 	cmd.fn(c, args)
+	if c.track.on || len(c.track.own) > 0 {
+		c.trackAfter(cmd) // tracking.go
+	}
 	c.cmdDone(cmd, args, start, errs, callDirect)
 	c.srv.kseAfter(c) // notify.go
 	c.propagate, c.propagateMany = nil, nil
@@ -487,6 +500,6 @@ func (c *Client) info() string {
 	sb.WriteString(" sub=" + itoa(int64(sub[kindChannel].Load())) + " psub=" + itoa(int64(sub[kindPattern].Load())) +
 		" ssub=" + itoa(int64(sub[kindShard].Load())) + " multi=" + itoa(int64(c.view.multi.Load())))
 	sb.WriteString(c.bufferFields())
-	sb.WriteString(" events=r cmd=" + last + " user=" + c.userName() + " redir=-1 resp=" + itoa(int64(c.view.proto.Load())))
+	sb.WriteString(" events=r cmd=" + last + " user=" + c.userName() + " redir=" + itoa(c.trackRedir()) + " resp=" + itoa(int64(c.view.proto.Load())) + c.libFields())
 	return sb.String()
 }

@@ -104,6 +104,7 @@ func (c *Client) listFlags() string {
 	if c.isMonitor() {
 		f = append(f, 'O')
 	}
+	f = c.adminListFlags(f) // clientadmin.go: t R B (tracking), e (no-evict), T (no-touch)
 	if len(f) == 0 {
 		return "N"
 	}

@@ -359,18 +359,6 @@ func (s *Server) loadACLFileFrom(caller *Client) error {
 	return nil
 }
 
-// errText is an OS error without Go's operation and path prefix.
-func errText(err error) string {
-	if pe, ok := err.(*os.PathError); ok {
-		err = pe.Err
-	}
-	s := err.Error()
-	if s != "" {
-		s = strings.ToUpper(s[:1]) + s[1:]
-	}
-	return s
-}
-
 // saveACLFile writes every user to the ACL file: a temporary file in the
 // same directory, fsynced, then renamed over it, then the directory
 // fsynced, so a crash leaves the old file or the new one.

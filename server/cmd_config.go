@@ -181,6 +181,7 @@ func configParams() map[string]configParam {
 	notifyParams(m)
 	lfuParams(m)
 	observeParams(m)
+	trackingParams(m)
 	return m
 }
 
@@ -320,7 +321,7 @@ func cmdConfig(c *Client, args [][]byte) {
 		c.srv.stats.keyMisses.Store(0)
 		c.ok()
 	case "rewrite":
-		c.err("ERR The server is running without a config file")
+		c.configRewrite() // conffile.go
 	case "help":
 		c.array(1)
 		c.simple("CONFIG <subcommand> [<arg> ...]. Subcommands are: GET <pattern>, SET <directive> <value>, RESETSTAT, HELP.")

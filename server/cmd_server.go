@@ -105,6 +105,7 @@ func cmdFlushDB(c *Client, args [][]byte) {
 	set := c.lockAll()
 	defer c.unlock(set)
 	c.srv.flush(c.db, async)
+	c.trackFlushed() // tracking.go: null invalidation to every tracking client
 	c.ok()
 }
 
@@ -116,6 +117,7 @@ func cmdFlushAll(c *Client, args [][]byte) {
 	set := c.lockAll()
 	defer c.unlock(set)
 	c.srv.flush(-1, async)
+	c.trackFlushed() // tracking.go: null invalidation to every tracking client
 	c.ok()
 }
 
@@ -395,6 +397,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		field("uptime_in_days", uptime/86400)
 		field("hz", 10)
 		field("executable", executable())
+		field("config_file", s.confFile) // conffile.go
 		field("shards", len(s.store.Shards()))
 		s.infoExporterFields("server", c, field) // info_exporter.go
 	}
@@ -407,6 +410,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		field("maxclients", s.limitsConn.max.Load())
 		field("blocked_clients", s.blockedClients())
 		s.infoExporterFields("clients", c, field)
+		field("tracking_clients", s.track.users.Load()) // tracking.go
 	}
 	if want("memory") {
 		section("Memory")
@@ -458,6 +462,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		field("pubsub_patterns", pats)
 		field("total_error_replies", s.obs.errTotal.Load())
 		s.infoExporterFields("stats", c, field)
+		s.infoTrackingStats(field) // tracking.go
 	}
 	if want("replication") {
 		section("Replication")

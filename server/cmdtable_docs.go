@@ -54,7 +54,7 @@ var cmdSummaries = map[string]string{
 	"client|info":     "Describe this connection in CLIENT LIST's format",
 	"client|kill":     "Close the connections that match a filter",
 	"client|list":     "Describe every open connection, one per line",
-	"client|no-evict": "Accepted for compatibility; clients are never evicted",
+	"client|no-evict": "Exempt this connection from client eviction (shown as flag e)",
 	"client|setname":  "Name this connection",
 	"client|unblock":  "Wake a client waiting in a blocking command",
 	"echo":            "Return the given message",
@@ -347,4 +347,13 @@ var cmdSummaries = map[string]string{
 	"latency|histogram": "Cumulative latency distribution of commands, in power-of-two microsecond buckets",
 	"latency|help":      "Describe the LATENCY subcommands",
 	"monitor":           "Stream every command the server runs, as it runs",
+	// client-side caching and CLIENT administration (tracking.go, clientadmin.go)
+	"client|tracking":     "Turn client-side caching invalidation messages on or off",
+	"client|caching":      "Cache (OPTIN) or do not cache (OPTOUT) the keys read by the next command",
+	"client|getredir":     "Return the client ID invalidation messages are redirected to",
+	"client|trackinginfo": "Describe this connection's client-side caching state",
+	"client|pause":        "Suspend all commands, or writes only, for some milliseconds",
+	"client|unpause":      "Resume the commands a CLIENT PAUSE suspended",
+	"client|no-touch":     "Stop this connection's reads from updating access times",
+	"client|setinfo":      "Record the client library's name or version for CLIENT LIST",
 }

@@ -173,6 +173,7 @@ func (c *Client) resetSession() {
 	c.unwatchAll()
 	c.unsubscribeAll()
 	c.stopMonitor() // monitor.go
+	c.trackOff()    // tracking.go
 }
 
 // endSession runs when the connection ends: it releases everything and
@@ -294,6 +295,9 @@ func (c *Client) runQueued(cmd *command, args [][]byte) {
 	}
 	c.propagate = args
 	start, errs := c.cmdBegin(cmd, args), c.errCount
+	if c.track.on || c.admin.noTouch.Load() {
+		c.beforeCommand(cmd, args) // clientadmin.go
+	}
 	cmd.fn(c, args)
 	c.cmdDone(cmd, args, start, errs, callQueued)
 }

@@ -513,6 +513,7 @@ func (c *Client) queueOutput() bool {
 	q := c.sess.outq
 	q.proto.Store(int32(c.proto))
 	c.flushToQueue()
+	c.trackReleaseDeferred(q) // tracking.go: invalidations held back behind a tracked read's reply
 	q.mu.Lock()
 	dead := q.dead
 	q.mu.Unlock()

@@ -480,6 +480,9 @@ func (sc *scriptCaller) Call(args [][]byte) ([]byte, bool) {
 		}()
 		c.propagate = args
 		start, errs := c.cmdBegin(cmd, args), c.errCount
+		if c.track.on {
+			c.trackBefore(cmd, args) // tracking.go
+		}
 		cmd.fn(c, args)
 		c.cmdDone(cmd, args, start, errs, callScript)
 	}()

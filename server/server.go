@@ -110,6 +110,13 @@ type Config struct {
 	// Observability (admin.go): the HTTP admin port with /metrics,
 	// /healthz and optionally pprof.
 	Admin AdminConfig
+	// Client-side caching, CLIENT PAUSE and the config file
+	// (tracking.go, clientadmin.go, conffile.go).
+	// TrackingTableMaxKeys is tracking-table-max-keys (0: Redis's default,
+	// 1000000; negative: no limit). ConfigFile is the file the server was
+	// started with ("": none; CONFIG REWRITE then fails as in Redis).
+	TrackingTableMaxKeys int64
+	ConfigFile           string
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -214,6 +221,13 @@ type Server struct {
 	obs   observe
 	admin adminState // the HTTP admin port (admin.go)
 
+	track    tracking   // client-side caching (tracking.go)
+	pause    pauseState // CLIENT PAUSE (clientadmin.go)
+	confFile string     // the config file (conffile.go)
+	// confDefaults are the CONFIG parameters' values before the config
+	// file was applied (CONFIG REWRITE appends what differs).
+	confDefaults map[string]string
+
 	shutdownOnce sync.Once
 	done         chan struct{}
 	wg           sync.WaitGroup
@@ -275,6 +289,7 @@ func New(cfg Config) *Server {
 	s.initAOF(cfg.AOF)
 	s.journal = s.journalWrite
 	s.initTLS(cfg.TLS)
+	s.initClientFeatures(cfg) // tracking.go, clientadmin.go, conffile.go
 	return s
 }
 
@@ -468,8 +483,9 @@ func (s *Server) cron() {
 			s.updateBudget(heap+dataset, dataset)
 			notePeak(&s.obs.memPeak, heap+dataset) // info_exporter.go
 		}
-		if s.repl.IsReplica() {
-			continue // a replica's keys expire when its primary says so (DEL)
+		s.trackCron() // tracking.go: invalidations left by other writers, tracking-table-max-keys
+		if s.repl.IsReplica() || s.pause.expiryPaused() {
+			continue // a replica's keys expire when its primary says so (DEL); CLIENT PAUSE stops expiry
 		}
 		cycle := time.Now()
 		deadline := cycle.Add(5 * time.Millisecond)
@@ -478,6 +494,9 @@ func (s *Server) cron() {
 				rnd = rnd*6364136223846793005 + 1442695040888963407
 				sh.Lock()
 				deleted, sampled := sh.ExpireCycle(time.Now().UnixMilli(), rnd, 20)
+				if s.track.users.Load() > 0 {
+					s.trackFlush(sh, nil) // tracking.go: invalidate what expired
+				}
 				sh.Unlock()
 				// Like Redis: keep going while more than a quarter of the
 				// sample was expired.

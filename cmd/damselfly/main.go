@@ -75,11 +75,11 @@ type cli struct {
 	Admin   adminFlags `embed:""` // adminflags.go
 }
 
-func main() {
-	var c cli
-	parser, err := kong.New(&c,
+func newParser(c *cli) (*kong.Kong, error) {
+	return kong.New(c,
 		kong.Name("damselfly"),
-		kong.Description("An in-memory data store that speaks the Redis and Memcached protocols."),
+		kong.Description("An in-memory data store that speaks the Redis and Memcached protocols. "+
+			"Usage: damselfly [/path/to/damselfly.conf] [flags]; the config file uses redis.conf syntax and the flags override it."),
 		kong.Vars{"version": "damselfly " + server.Version + " (Redis " + server.RedisVersion + " protocol)"},
 		kong.Exit(func(code int) {
 			if code != 0 {
@@ -88,11 +88,25 @@ func main() {
 			os.Exit(code)
 		}),
 	)
+}
+
+func main() {
+	var c cli
+	parser, err := newParser(&c)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	if _, err := parser.Parse(os.Args[1:]); err != nil {
+	confPath, args := splitConfigPath(os.Args[1:]) // conffile.go
+	cf, err := readConfigFile(confPath, parser)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "damselfly:", err)
+		os.Exit(2)
+	}
+	if cf != nil {
+		args = append(cf.flagArgs, args...) // the command line overrides the file
+	}
+	if _, err := parser.Parse(args); err != nil {
 		parser.Errorf("%s", err)
 		fmt.Fprintln(os.Stderr, "run 'damselfly --help' for usage")
 		os.Exit(2)
@@ -131,7 +145,12 @@ func main() {
 	cfg.UnixSocketPerm, _ = server.ParseUnixSocketPerm(c.Unixsocketperm) // checked by validate
 	cfg.ACLFile = c.Aclfile
 	cfg.Admin = c.Admin.config()
+	cfg.ConfigFile = cf.absPath()
 	srv := server.New(cfg)
+	if err := cf.applyRuntime(srv); err != nil { // conffile.go
+		fmt.Fprintln(os.Stderr, "damselfly:", err)
+		os.Exit(2)
+	}
 	// Listen at once (clients get -LOADING until the dump is loaded). A
 	// dump that exists but cannot be read stops us here: starting empty
 	// would later save an empty dataset over it.
