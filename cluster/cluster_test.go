@@ -55,13 +55,13 @@ func TestParseTopology(t *testing.T) {
 	}
 	for bad, want := range map[string]error{
 		idA + " h 1 master - 0-10\n" + idB + " h 2 master - 5": ErrOverlap,
-		"short h 1 master -":                                   ErrInvalidNodeID,
-		idA + " h 1 boss -":                                    ErrInvalidRole,
-		idA + " h 1 master - 16384":                            ErrSlotRange,
-		idA + " h 1 master - 5-5":                              ErrSlotRange,
-		idA + " h x master -":                                  ErrInvalidPort,
-		idA + " h 1 slave " + idB + " 5":                       ErrNodesInfo,
-		idA + " h 1":                                           ErrNodesInfo,
+		"short h 1 master -":             ErrInvalidNodeID,
+		idA + " h 1 boss -":              ErrInvalidRole,
+		idA + " h 1 master - 16384":      ErrSlotRange,
+		idA + " h 1 master - 5-5":        ErrSlotRange,
+		idA + " h x master -":            ErrInvalidPort,
+		idA + " h 1 slave " + idB + " 5": ErrNodesInfo,
+		idA + " h 1":                     ErrNodesInfo,
 	} {
 		if _, err := Parse(bad, 1); err != want {
 			t.Errorf("Parse(%q) = %v, want %v", bad, err, want)
