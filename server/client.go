@@ -122,6 +122,8 @@ type Client struct {
 	aofLoading bool
 	// gate is the event loop's busy-script gate (script.go), nil off loops.
 	gate *loopGate
+	// cl is the connection's cluster state: READONLY, ASKING (cluster.go).
+	cl clusterSession
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -301,6 +303,9 @@ func (c *Client) execute(args [][]byte) {
 	}
 	if !c.authed && !cmd.noAuth {
 		c.err("NOAUTH Authentication required.")
+		return
+	}
+	if c.srv.cluster != nil && c.clusterCheck(cmd, args) { // cluster.go
 		return
 	}
 	if c.srv.scripts.busy.Load() != nil && !c.waitBusy(cmd, args) { // script.go

@@ -371,7 +371,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		section("Server")
 		field("redis_version", RedisVersion)
 		field("damselfly_version", Version)
-		field("redis_mode", "standalone")
+		field("redis_mode", s.redisMode())
 		field("os", runtime.GOOS+" "+runtime.GOARCH)
 		field("arch_bits", 64)
 		field("multiplexing_api", "goroutines")
@@ -453,6 +453,10 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 		field("used_cpu_sys", fmt.Sprintf("%.6f", float64(ru.Stime.Sec)+float64(ru.Stime.Usec)/1e6))
 		field("used_cpu_user", fmt.Sprintf("%.6f", float64(ru.Utime.Sec)+float64(ru.Utime.Usec)/1e6))
+	}
+	if want("cluster") {
+		section("Cluster")
+		s.infoCluster(field) // cluster.go
 	}
 	if want("keyspace") {
 		section("Keyspace")

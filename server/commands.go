@@ -81,6 +81,7 @@ func buildCommandTable() *cmdTable {
 	registerGeo(reg)
 	registerSort(reg)
 	registerLCS(reg)
+	registerCluster(reg)
 	t.addDocs()
 	return t
 }

@@ -92,6 +92,10 @@ type Config struct {
 	// UnixSocketPerm is the Unix socket file's mode (unixsocketperm; 0
 	// keeps what the umask gives). See ParseUnixSocketPerm.
 	UnixSocketPerm os.FileMode
+
+	// Cluster (cluster.go): ClusterMode is --cluster-mode, "no" (also ""),
+	// "yes" (topology from a control plane) or "emulated".
+	ClusterMode string
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -189,6 +193,8 @@ type Server struct {
 	unixPath string
 	unixPerm os.FileMode
 
+	cluster *clusterState // nil unless --cluster-mode yes|emulated (cluster.go)
+
 	shutdownOnce sync.Once
 	done         chan struct{}
 	wg           sync.WaitGroup
@@ -243,6 +249,7 @@ func New(cfg Config) *Server {
 	s.initReplication(cfg)
 	s.initAOF(cfg.AOF)
 	s.journal = s.journalWrite
+	s.initCluster(cfg)
 	return s
 }
 
@@ -301,6 +308,7 @@ func (s *Server) Start(cfg Config) error {
 			return err
 		}
 	}
+	s.clusterStarted()
 	s.wg.Add(1)
 	go s.cron()
 	return nil

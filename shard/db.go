@@ -22,6 +22,7 @@ type DB struct {
 	clock    *uint32   // the owning shard's LRU clock (stamped on new entries)
 	idx      int       // the database number (changes with SWAPDB)
 	watch    *watchers // the owning shard's WATCH registry
+	slots    *slotIndex // keys per cluster slot (database 0 in cluster mode; slots.go)
 }
 
 // newDB makes an empty DB whose tables stamp changed buckets with version
@@ -209,6 +210,9 @@ func (d *DB) insert(h uint64, key []byte, v Value, flags byte, size, vlen int) (
 		d.expires.Insert(h, ref)
 	}
 	d.valBytes += int64(len(key) + vlen)
+	if d.slots != nil {
+		d.slots.add(key)
+	}
 	return pos, ref, mem
 }
 
@@ -308,6 +312,9 @@ func (d *DB) Delete(e *Entry) {
 	// The index changes first: a running snapshot's pre-change hook then
 	// captures the entry while its chunk and object are still intact.
 	d.main.Remove(e.pos)
+	if d.slots != nil {
+		d.slots.remove(e.hdr.key)
+	}
 	if e.hdr.flags&flagExpire != 0 {
 		d.removeExpire(e.h, e.hdr.key)
 	}

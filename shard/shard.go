@@ -30,6 +30,10 @@ type Shard struct {
 	epoch uint64    // snapshot version epoch; see snapshot.go
 	snap  *Snapshot // the running snapshot, if any
 	watch watchers
+
+	// slotIndexed: database 0 keeps its per-slot key index (cluster mode,
+	// slots.go).
+	slotIndexed bool
 }
 
 // Dirty counts every change made to the shard's data (like Redis's
@@ -68,6 +72,9 @@ func (sh *Shard) DB(i int) *DB {
 	if d == nil {
 		d = newDB(&sh.dirty, &sh.clock, sh.epoch)
 		d.idx, d.watch = i, &sh.watch
+		if i == 0 && sh.slotIndexed {
+			d.slots = newSlotIndex()
+		}
 		sh.dbs[i] = d
 	}
 	return d

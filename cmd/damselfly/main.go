@@ -67,6 +67,7 @@ type cli struct {
 	EnableDebug      string           `name:"enable-debug-command" help:"Allow DEBUG: no, yes, or local (loopback and Unix socket clients only)." default:"no" enum:"no,yes,local" env:"DAMSELFLY_ENABLE_DEBUG_COMMAND"`
 	EnableProtected  string           `name:"enable-protected-configs" help:"Allow CONFIG SET dir/dbfilename: no, yes, or local (loopback and Unix socket clients only)." default:"no" enum:"no,yes,local" env:"DAMSELFLY_ENABLE_PROTECTED_CONFIGS"`
 	AOF              aofFlags         `embed:""`
+	ClusterMode      string           `name:"cluster-mode" help:"Redis Cluster protocol: no, yes (topology pushed by a control plane with CLUSTERX, as kvrocks-controller does) or emulated (one node owning every slot)." default:"no" enum:"no,yes,emulated" env:"DAMSELFLY_CLUSTER_MODE"`
 	Healthcheck      bool             `help:"Send PING to the server on 127.0.0.1:--port and exit 0 on PONG (for container health checks)."`
 }
 
@@ -122,6 +123,7 @@ func main() {
 		DBFormat: c.Dbformat, DBCompression: c.Dbcompression, DBCompressionLevel: c.DbcompressionLvl,
 	}
 	cfg.UnixSocketPerm, _ = server.ParseUnixSocketPerm(c.Unixsocketperm) // checked by validate
+	cfg.ClusterMode = c.ClusterMode
 	srv := server.New(cfg)
 	// Listen at once (clients get -LOADING until the dump is loaded). A
 	// dump that exists but cannot be read stops us here: starting empty
