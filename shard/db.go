@@ -17,11 +17,11 @@ type DB struct {
 	expires  *dash.Table
 	objs     []any
 	freeObjs []uint32
-	valBytes int64     // sum of key+value bytes, for MEMORY and INFO
-	dirty    *uint64   // the owning shard's change counter
-	clock    *uint32   // the owning shard's LRU clock (stamped on new entries)
-	idx      int       // the database number (changes with SWAPDB)
-	watch    *watchers // the owning shard's WATCH registry
+	valBytes int64      // sum of key+value bytes, for MEMORY and INFO
+	dirty    *uint64    // the owning shard's change counter
+	clock    *uint32    // the owning shard's LRU clock (stamped on new entries)
+	idx      int        // the database number (changes with SWAPDB)
+	watch    *watchers  // the owning shard's WATCH registry
 	slots    *slotIndex // keys per cluster slot (database 0 in cluster mode; slots.go)
 }
 
