@@ -73,11 +73,14 @@ func TestClusterSlotIndex(t *testing.T) {
 	}
 	check("after writes")
 	for i := 0; i < 100; i++ {
-		rc.Set(ctx, fmt.Sprint("ttl", i), i, time.Second)
+		rc.Set(ctx, fmt.Sprint("ttl", i), i, time.Hour)
 	}
 	rc.Do(ctx, "DEBUG", "POPULATE", "2000")
 	check("with TTLs")
-	time.Sleep(1100 * time.Millisecond)
+	for i := 0; i < 100; i++ {
+		rc.PExpire(ctx, fmt.Sprint("ttl", i), time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond)
 	for i := 0; i < 100; i++ {
 		rc.Get(ctx, fmt.Sprint("ttl", i)) // lazy expiry deletes them
 	}

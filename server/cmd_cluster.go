@@ -30,7 +30,7 @@ func registerCluster(reg registrar) {
 	reg("readonly", 1, "loading|stale|fast|x-no-data", 0, 0, 0, "cluster", cmdReadonly)
 	reg("readwrite", 1, "loading|stale|fast|x-no-data", 0, 0, 0, "cluster", cmdReadwrite)
 	reg("asking", 1, "fast|x-no-data", 0, 0, 0, "cluster", cmdAsking)
-	reg("clusterx", -2, "admin|noscript|x-own-locks", 0, 0, 0, "cluster", cmdClusterX)
+	reg("clusterx", -2, "admin|noscript|x-own-locks|x-detach", 0, 0, 0, "cluster", cmdClusterX)
 }
 
 func cmdReadonly(c *Client, args [][]byte) {
