@@ -170,14 +170,36 @@ func (c *Client) clusterCheck(cmd *command, args [][]byte) bool {
 	clear(keys)
 	c.cl.keys = keys[:0]
 	if slot < 0 {
-		return false
+		return c.clusterRefusesAfterRouting(cmd)
 	}
 	v := cs.view.Load()
 	if e := v.route(slot, write, c.cl.readonly, asking || c.cl.importing); e != "" {
 		c.clusterRefuse(cmd, e)
 		return true
 	}
-	return false
+	return c.clusterRefusesAfterRouting(cmd)
+}
+
+// scriptKeysLocal reports whether a command called from a script may run
+// here: its keys share one slot that this node serves (Redis's
+// scriptVerifyClusterState; keys of different slots are fine across calls
+// as long as each is local).
+func (c *Client) scriptKeysLocal(cmd *command, args [][]byte) bool {
+	if c.fromPrimary || c.aofLoading {
+		return true
+	}
+	slot := -1
+	for _, k := range cmd.keys(args) {
+		ks := cluster.KeySlot(k)
+		if slot >= 0 && ks != slot {
+			return false
+		}
+		slot = ks
+	}
+	if slot < 0 {
+		return true
+	}
+	return c.srv.cluster.view.Load().route(slot, cmd.write, c.cl.readonly, c.cl.importing) == ""
 }
 
 // clusterRefuse answers e; inside MULTI the transaction fails (EXEC's own
@@ -233,6 +255,17 @@ func (c *Client) clusterRefusesDB(cmd *command, args [][]byte) bool {
 	case "swapdb":
 		c.txFlag()
 		c.err("ERR SWAPDB is not allowed in cluster mode")
+		return true
+	}
+	return false
+}
+
+// clusterRefusesAfterRouting refuses what Redis refuses in cluster mode
+// once the keys' slot is served here: MOVE.
+func (c *Client) clusterRefusesAfterRouting(cmd *command) bool {
+	if cmd.name == "move" {
+		c.txFlag()
+		c.err("ERR MOVE is not allowed in cluster mode")
 		return true
 	}
 	return false

@@ -136,6 +136,13 @@ func TestClusterYes(t *testing.T) {
 	if err := r0.MSet(ctx, key0, "1", key1, "2").Err(); err == nil || !strings.HasPrefix(err.Error(), "CROSSSLOT") {
 		t.Fatalf("MSET across slots: %v", err)
 	}
+	if err := r0.Eval(ctx, "return redis.pcall('set', ARGV[1], 1)", nil, key1).Err(); err == nil ||
+		err.Error() != "ERR Script attempted to access a non local key in a cluster node" {
+		t.Fatalf("script writing another node's key: %v", err)
+	}
+	if err := r0.Eval(ctx, "return redis.pcall('set', ARGV[1], 1)", nil, key0).Err(); err != nil || r0.Del(ctx, key0).Val() != 1 {
+		t.Fatalf("script writing a local key: %v", err)
+	}
 
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{tc.nodes[0].Addr()}, MaxRedirects: 8})
 	defer cc.Close()

@@ -453,6 +453,9 @@ func (sc *scriptCaller) Call(args [][]byte) ([]byte, bool) {
 	if cmd.noScript || noScript(cmd, args) {
 		return []byte("-ERR This Redis command is not allowed from script\r\n"), false
 	}
+	if c.srv.cluster != nil && !c.scriptKeysLocal(cmd, args) { // cluster.go
+		return []byte("-ERR Script attempted to access a non local key in a cluster node\r\n"), false
+	}
 	if cmd.write {
 		if sc.ro {
 			return []byte("-ERR Write commands are not allowed from read-only scripts.\r\n"), false
