@@ -68,11 +68,14 @@ type clusterView struct {
 	// slots received here, served before the topology names this node.
 	migrated map[int]string
 	imported map[int]bool
-	// importing is the slot a migration is streaming into this node (-1:
-	// none); forbidden the slot whose writes are paused for the hand-off
+	// importing are the slots a migration is streaming into this node (-1:
+	// none); forbidden the slots whose writes are paused for the hand-off
 	// (-1: none).
-	importing, forbidden int
+	importing cluster.Range
+	forbidden cluster.Range // Start -1: none
 }
+
+var noSlots = cluster.Range{Start: -1, End: -1}
 
 // clusterSession is a connection's cluster flags.
 type clusterSession struct {
@@ -88,7 +91,7 @@ func (s *Server) initCluster(cfg Config) {
 		return
 	}
 	cs := &clusterState{mode: mode}
-	v := &clusterView{myID: randomHex(cluster.NodeIDLen), importing: -1, forbidden: -1}
+	v := &clusterView{myID: randomHex(cluster.NodeIDLen), importing: noSlots, forbidden: noSlots}
 	if mode == clusterModeEmulated {
 		host := cfg.Bind
 		if ip := net.ParseIP(host); host == "" || ip == nil || ip.IsUnspecified() {
@@ -225,12 +228,12 @@ func (v *clusterView) route(slot int, write, readonly, asking bool) string {
 		if addr, ok := v.migrated[slot]; ok {
 			return "MOVED " + strconv.Itoa(slot) + " " + addr
 		}
-		if write && v.forbidden == slot {
+		if write && slot >= v.forbidden.Start && slot <= v.forbidden.End {
 			return "TRYAGAIN Can't write to slot being migrated which is in write forbidden phase"
 		}
 		return ""
 	}
-	if v.imported[slot] || (asking && v.importing == slot) {
+	if v.imported[slot] || (asking && slot >= v.importing.Start && slot <= v.importing.End) {
 		return ""
 	}
 	if owner == nil {

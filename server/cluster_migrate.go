@@ -329,11 +329,10 @@ func (s *Server) migrateSlots(rg cluster.Range, dst *cluster.Node) (err error) {
 	}
 	tap := &migTap{slots: make([]atomic.Bool, cluster.Slots)}
 	m.tap.Store(tap)
-	for sl := rg.Start; sl <= rg.End && err == nil; sl++ {
-		m.mu.Lock()
-		m.slot = sl
-		m.mu.Unlock()
-		err = s.migrateSlot(l, tap, sl, addr)
+	for sl := rg.Start; sl <= rg.End && err == nil; {
+		var end int
+		end, err = s.migrateBatch(l, tap, sl, rg.End, addr)
+		sl = end + 1
 	}
 	// Grace: writes admitted before a slot's pause but committed after it
 	// still reach the target; then the tap comes off.
@@ -348,13 +347,15 @@ func (s *Server) migrateSlots(rg cluster.Range, dst *cluster.Node) (err error) {
 	return sendCmds(l, tap.take(), 0)
 }
 
-// migrateSlot moves one slot over the link (steps 1-4 of the file
-// comment). tap already captures the slots handed over before this one
-// (their grace period lasts until the whole range is done).
-func (s *Server) migrateSlot(l *migLink, tap *migTap, slot int, addr string) (err error) {
+// migrateBatch moves the slots from first on (at most up to last) over
+// the link, as many as fit one batch (steps 1-4 of the file comment), and
+// returns the last slot it moved. tap already captures the slots handed
+// over before (their grace period lasts until the whole range is done).
+func (s *Server) migrateBatch(l *migLink, tap *migTap, first, last int, addr string) (_ int, err error) {
+	const maxSlots, maxKeys = 128, 2048
 	cs := s.cluster
 	m := &cs.mig
-	slotArg := []byte(strconv.Itoa(slot))
+	end := first - 1 // last slot of the batch
 	paused := false
 	defer func() {
 		if err == nil {
@@ -362,74 +363,87 @@ func (s *Server) migrateSlot(l *migLink, tap *migTap, slot int, addr string) (er
 		}
 		if paused {
 			cs.mu.Lock()
-			cs.update(func(v *clusterView) { v.forbidden = -1 })
+			cs.update(func(v *clusterView) { v.forbidden = noSlots })
 			cs.mu.Unlock()
 		}
-		l.add([]byte("CLUSTER"), []byte("IMPORT"), slotArg, []byte("2"))
-		l.flush(1)
+		for sl := first; sl <= end; sl++ {
+			l.add([]byte("CLUSTER"), []byte("IMPORT"), []byte(strconv.Itoa(sl)), []byte("2"))
+		}
+		l.flush(end - first + 1)
 	}()
-	l.add([]byte("CLUSTER"), []byte("IMPORT"), slotArg, []byte("0"))
-	pending := 1
-	// Cut.
+	// Cut: the slots' keys and the tap at one instant.
+	var imports, restores [][][]byte
 	all := s.store.All()
 	s.store.LockMany(&all)
 	nowMs := now()
-	for _, sh := range s.store.Shards() {
-		d := sh.PeekDB(0)
-		if d == nil {
-			continue
-		}
-		for _, k := range d.AppendSlotKeys(nil, slot, -1) {
-			e, ok := d.Find(shard.Hash(k), k)
-			if !ok || e.Expired(nowMs) {
+	for sl := first; sl <= last && sl-first < maxSlots && len(restores) < maxKeys; sl++ {
+		end = sl
+		imports = append(imports, [][]byte{[]byte("CLUSTER"), []byte("IMPORT"), []byte(strconv.Itoa(sl)), []byte("0")})
+		for _, sh := range s.store.Shards() {
+			d := sh.PeekDB(0)
+			if d == nil {
 				continue
 			}
-			p, derr := snapshot.Dump(&e)
-			if derr != nil {
-				s.store.UnlockMany(&all)
-				return derr
+			for _, k := range d.AppendSlotKeys(nil, sl, -1) {
+				e, ok := d.Find(shard.Hash(k), k)
+				if !ok || e.Expired(nowMs) {
+					continue
+				}
+				p, derr := snapshot.Dump(&e)
+				if derr != nil {
+					s.store.UnlockMany(&all)
+					return end, derr
+				}
+				restores = append(restores, [][]byte{[]byte("RESTORE"), k, []byte(strconv.FormatInt(e.ExpireAt(), 10)), p,
+					[]byte("REPLACE"), []byte("ABSTTL")})
 			}
-			l.add([]byte("RESTORE"), k, []byte(strconv.FormatInt(e.ExpireAt(), 10)), p, []byte("REPLACE"), []byte("ABSTTL"))
-			pending++
 		}
+		tap.slots[sl].Store(true)
 	}
-	tap.slots[slot].Store(true)
 	s.store.UnlockMany(&all)
-	// The slot's snapshot (after IMPORT start, in one pipeline), then the
+	// IMPORT start for each slot, then their keys, pipelined; then the
 	// tail until it is short.
-	if err := l.flush(pending); err != nil {
-		return err
+	for _, c := range imports {
+		l.add(c...)
+	}
+	if err := sendCmds(l, restores, len(imports)); err != nil {
+		return end, err
 	}
 	for round := 0; round < 100; round++ {
 		cmds := tap.take()
 		if err := sendCmds(l, cmds, 0); err != nil {
-			return err
+			return end, err
 		}
 		if len(cmds) < 64 {
 			break
 		}
 	}
-	// Pause writes to the slot, let admitted writes commit, send the rest
+	// Pause writes to the slots, let admitted writes commit, send the rest
 	// with the hand-off.
 	start := time.Now()
 	cs.mu.Lock()
-	cs.update(func(v *clusterView) { v.forbidden = slot })
+	cs.update(func(v *clusterView) { v.forbidden = cluster.Range{Start: first, End: end} })
 	cs.mu.Unlock()
 	paused = true
 	s.store.LockMany(&all)
 	s.store.UnlockMany(&all)
-	l.add([]byte("CLUSTER"), []byte("IMPORT"), slotArg, []byte("1"))
-	if err := sendCmds(l, tap.take(), 1); err != nil {
-		return err
+	tail := tap.take()
+	for sl := first; sl <= end; sl++ {
+		tail = append(tail, [][]byte{[]byte("CLUSTER"), []byte("IMPORT"), []byte(strconv.Itoa(sl)), []byte("1")})
+	}
+	if err := sendCmds(l, tail, 0); err != nil {
+		return end, err
 	}
 	cs.mu.Lock()
 	cs.update(func(v *clusterView) {
-		v.forbidden = -1
-		mig := make(map[int]string, len(v.migrated)+1)
+		v.forbidden = noSlots
+		mig := make(map[int]string, len(v.migrated)+end-first+1)
 		for k, a := range v.migrated {
 			mig[k] = a
 		}
-		mig[slot] = addr
+		for sl := first; sl <= end; sl++ {
+			mig[sl] = addr
+		}
 		v.migrated = mig
 	})
 	cs.mu.Unlock()
@@ -437,8 +451,9 @@ func (s *Server) migrateSlot(l *migLink, tap *migTap, slot int, addr string) (er
 	pause := time.Since(start).Microseconds()
 	m.mu.Lock()
 	m.lastPause = max(m.lastPause, pause)
+	m.slot = end
 	m.mu.Unlock()
-	return nil
+	return end, nil
 }
 
 // sendCmds sends cmds after the extra commands already added to l, and
@@ -485,7 +500,13 @@ func (c *Client) clusterImport(args [][]byte) {
 	switch state {
 	case 0:
 		cs.mu.Lock()
-		cs.update(func(v *clusterView) { v.importing = sl })
+		cs.update(func(v *clusterView) {
+			if v.importing.Start >= 0 && v.importing.End == sl-1 {
+				v.importing.End = sl // the next slot of a batch
+			} else {
+				v.importing = cluster.Range{Start: sl, End: sl}
+			}
+		})
 		cs.mu.Unlock()
 		c.cl.importing = true
 		m.mu.Lock()
@@ -500,8 +521,11 @@ func (c *Client) clusterImport(args [][]byte) {
 			}
 			imp[sl] = true
 			v.imported = imp
-			if v.importing == sl {
-				v.importing = -1
+			if v.importing.Start == sl {
+				v.importing.Start++
+				if v.importing.Start > v.importing.End {
+					v.importing = noSlots
+				}
 			}
 		})
 		cs.mu.Unlock()
@@ -511,9 +535,7 @@ func (c *Client) clusterImport(args [][]byte) {
 	case 2:
 		cs.mu.Lock()
 		cs.update(func(v *clusterView) {
-			if v.importing == sl {
-				v.importing = -1
-			}
+			v.importing = noSlots
 		})
 		cs.mu.Unlock()
 		if o := v.topo.Owner(sl); o != v.me {

@@ -359,7 +359,7 @@ func (c *Client) clusterReset(args [][]byte) {
 	}
 	cs.mu.Lock()
 	cs.update(func(v *clusterView) {
-		v.topo, v.me, v.migrated, v.imported, v.importing, v.forbidden = nil, nil, nil, nil, -1, -1
+		v.topo, v.me, v.migrated, v.imported, v.importing, v.forbidden = nil, nil, nil, nil, noSlots, noSlots
 		if hard {
 			v.myID = randomHex(cluster.NodeIDLen)
 		}
