@@ -522,12 +522,21 @@ func (s *Server) setSlots(ranges []cluster.Range, id string, version int64) erro
 	cs.update(func(v *clusterView) {
 		drop = v.handedOver(t)
 		v.topo, v.me = t, t.Node(v.myID)
+		// The old view's maps may be in use by readers: copy, never mutate.
+		mig, imp := map[int]string{}, map[int]bool{}
+		for k, a := range v.migrated {
+			mig[k] = a
+		}
+		for k := range v.imported {
+			imp[k] = true
+		}
 		for _, r := range ranges {
 			for sl := r.Start; sl <= r.End; sl++ {
-				delete(v.migrated, sl)
-				delete(v.imported, sl)
+				delete(mig, sl)
+				delete(imp, sl)
 			}
 		}
+		v.migrated, v.imported = mig, imp
 	})
 	cs.mu.Unlock()
 	s.dropSlots(drop)
