@@ -49,7 +49,7 @@ run() { # name test port cluster(0|1) pids... -> table row
   local t0 t1 ops flag=""
   [ "$cl" = 1 ] && flag="--cluster"
   t0=$(ticks "$@")
-  ops=$(redis-benchmark $flag -p "$p" -t "$t" -n "$N" -c "$C" -P "$P" -d "$D" -r 100000 --csv 2>/dev/null | awk -F, 'NR>1 {gsub(/"/,"",$2); print $2; exit}')
+  ops=$(redis-benchmark $flag -p "$p" -t "$t" -n "$N" -c "$C" -P "$P" -d "$D" -r 100000 -q 2>/dev/null | tr '\r' '\n' | awk '/requests per second/ {for (i=1;i<=NF;i++) if ($i=="requests") v=$(i-1)} END {print v}')
   t1=$(ticks "$@")
   python3 -c "print('| $name | $t | $P | %s | %.2f |' % ('$ops', ($t1-$t0)/$HZ*1e6/$N))"
 }
