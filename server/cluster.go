@@ -138,12 +138,14 @@ func (c *Client) clusterCheck(cmd *command, args [][]byte) bool {
 	if cs == nil || c.fromPrimary || c.aofLoading {
 		return false
 	}
+	// ASKING holds for the next command only (the whole transaction
+	// inside MULTI), as Redis's resetClient.
+	asking := c.cl.asking
+	if cmd.name != "asking" && c.sess.tx == nil {
+		c.cl.asking = false
+	}
 	if len(cmd.specs) == 0 && cmd.name != "exec" {
 		return c.clusterRefusesDB(cmd, args)
-	}
-	asking := c.cl.asking
-	if cmd.name != "asking" {
-		c.cl.asking = false
 	}
 	write := cmd.write
 	keys := c.cl.keys[:0]
