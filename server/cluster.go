@@ -291,5 +291,6 @@ func (s *Server) infoCluster(field func(string, any)) {
 		return
 	}
 	field("cluster_enabled", 1)
+	field("sequence", s.repl.Offset()) // kvrocks-controller ranks replicas by it
 	s.cluster.mig.info(field)
 }

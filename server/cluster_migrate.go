@@ -56,7 +56,8 @@ import (
 type migration struct {
 	mu      sync.Mutex
 	running bool
-	slot    int
+	slots   cluster.Range // the range being (or last) migrated
+	slot    int           // the batch being moved
 	dst     string
 	state   string // "" before the first migration
 	tap     atomic.Pointer[migTap]
@@ -71,7 +72,7 @@ func (m *migration) info(field func(string, any)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.state != "" {
-		field("migrating_slot", m.slot)
+		field("migrating_slot", m.slots.String()) // the whole range, as kvrocks-controller compares it
 		field("destination_node", m.dst)
 		field("migrating_state", m.state)
 		field("migrating_last_pause_us", m.lastPause)
@@ -203,7 +204,7 @@ func (c *Client) clusterxMigrate(args [][]byte) {
 		c.err("ERR There is already a migrating slot")
 		return
 	}
-	m.running, m.slot, m.dst, m.state, m.lastPause = true, rg.Start, dstID, "start", 0
+	m.running, m.slots, m.slot, m.dst, m.state, m.lastPause = true, rg, rg.Start, dstID, "start", 0
 	m.mu.Unlock()
 	done := make(chan error, 1)
 	go func() { done <- s.migrateSlots(rg, dst) }()

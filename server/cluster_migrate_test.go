@@ -101,7 +101,7 @@ func TestClusterMigrate(t *testing.T) {
 		}
 	}
 	took := time.Since(start)
-	if !strings.Contains(info, "migrating_state:success\r\n") || !strings.Contains(info, "migrating_slot:"+strconv.Itoa(hi)+"\r\n") {
+	if !strings.Contains(info, "migrating_state:success\r\n") || !strings.Contains(info, fmt.Sprintf("migrating_slot:%d-%d\r\n", lo, hi)) {
 		t.Fatalf("CLUSTER INFO after the migration:\n%s", info)
 	}
 	// Before the controller's topology, the source sends clients to the target.

@@ -323,3 +323,23 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestClusterNotInitialized: before its first topology a node answers as
+// kvrocks does, which kvrocks-controller takes for an uninitialised node.
+func TestClusterNotInitialized(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.ClusterMode = "yes" })
+	ctx := context.Background()
+	rc := newClient(t, s)
+	if err := rc.ClusterInfo(ctx).Err(); err == nil || err.Error() != "CLUSTERDOWN The cluster is not initialized" {
+		t.Fatalf("CLUSTER INFO: %v", err)
+	}
+	if v, _ := rc.Do(ctx, "CLUSTERX", "VERSION").Text(); v != "-1" {
+		t.Fatalf("CLUSTERX VERSION = %q", v)
+	}
+	if err := rc.Set(ctx, "k", "v", 0).Err(); err == nil || err.Error() != "CLUSTERDOWN Hash slot not served" {
+		t.Fatalf("SET: %v", err)
+	}
+	if info, _ := rc.Info(ctx, "cluster").Result(); !strings.Contains(info, "cluster_enabled:1\r\nsequence:") {
+		t.Fatalf("INFO cluster: %q", info)
+	}
+}

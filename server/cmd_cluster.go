@@ -105,6 +105,12 @@ func cmdCluster(c *Client, args [][]byte) {
 		return
 	}
 	v := cs.view.Load()
+	if v.topo == nil && (sub == "info" || sub == "nodes" || sub == "slots" || sub == "shards") {
+		// kvrocks's answer before the first topology, which
+		// kvrocks-controller recognises as an uninitialised node.
+		c.err("CLUSTERDOWN The cluster is not initialized")
+		return
+	}
 	switch sub {
 	case "keyslot":
 		c.int(int64(cluster.KeySlot(args[2])))
