@@ -107,6 +107,8 @@ type Client struct {
 	replPsync2  bool
 	rnd         *rand.Rand             // random source of the collection commands
 	blocked     atomic.Pointer[waiter] // set while the client waits in a blocking command
+	// replCapaNative: REPLCONF capa damselfly-native (replication/native.go)
+	replCapaNative bool
 	// noBlock makes blocking commands answer at once as if timed out (set
 	// while running EXEC or a script, as Redis does).
 	noBlock bool
@@ -430,7 +432,7 @@ func (c *Client) closeConn() {
 // command table). EXEC qualifies when it would run one of them, or one that
 // waits for locks or other goroutines itself (x-own-locks).
 func (c *Client) mayBlock(cmd *command, args [][]byte) bool {
-	if cmd.mayBlock || cmd.blockOption && blockOptionGiven(args) {
+	if cmd.mayBlock || cmd.blockOption && blockOptionGiven(args) || cmd.randCount && manyRandPicks(args) {
 		return true
 	}
 	if cmd.name == "exec" && c.sess.tx != nil {

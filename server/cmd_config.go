@@ -171,6 +171,7 @@ func configParams() map[string]configParam {
 	protectedParams(m)
 	maxClientsParam(m)
 	watchdogParam(m)
+	keySaveDelayParam(m)
 	aofParams(m)
 	scriptingParams(m)
 	unixSocketParams(m)

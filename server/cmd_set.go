@@ -16,7 +16,7 @@ func registerSets(reg registrar) {
 	reg("smismember", -3, "readonly|fast", 1, 1, 1, "set", cmdSMIsMember)
 	reg("smembers", 2, "readonly", 1, 1, 1, "set", cmdSMembers)
 	reg("spop", -2, "write|random|fast", 1, 1, 1, "set", cmdSPop)
-	reg("srandmember", -2, "readonly|random", 1, 1, 1, "set", cmdSRandMember)
+	reg("srandmember", -2, "readonly|random|x-rand-count", 1, 1, 1, "set", cmdSRandMember)
 	reg("smove", 4, "write|fast", 1, 2, 1, "set", cmdSMove)
 	reg("sinter", -2, "readonly", 1, -1, 1, "set", func(c *Client, a [][]byte) { setOpGeneric(c, a[1:], nil, setOpInter) })
 	reg("sinterstore", -3, "write|denyoom", 1, -1, 1, "set", func(c *Client, a [][]byte) { setOpGeneric(c, a[2:], a[1], setOpInter) })
@@ -207,14 +207,25 @@ func cmdSRandMember(c *Client, args [][]byte) {
 		c.err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
 		return
 	}
-	sh, s, bad := c.readSet(args[1])
+	if pool := c.sRandMemberLocked(args[1], count); pool != nil {
+		c.replyRepeats(pool, -count, false) // shard released: see randrepeat.go
+	}
+}
+
+// sRandMemberLocked answers SRANDMEMBER key count under the shard lock, or
+// returns a copy of the set for replyRepeats when the picks are too many.
+func (c *Client) sRandMemberLocked(key []byte, count int64) *randPool {
+	sh, s, bad := c.readSet(key)
 	defer c.unlockKey(sh)
 	if bad {
-		return
+		return nil
 	}
 	if s == nil || count == 0 {
 		c.array(0)
-		return
+		return nil
+	}
+	if copyForRepeats(count, s.Len()) {
+		return &randPool{members: s.Members()}
 	}
 	n := count
 	if n < 0 {
@@ -224,6 +235,7 @@ func cmdSRandMember(c *Client, args [][]byte) {
 	}
 	c.array(int(n))
 	s.RandomMembers(c.rand(), count, func(m []byte) { c.bulk(m) })
+	return nil
 }
 
 func cmdSMove(c *Client, args [][]byte) {

@@ -37,7 +37,7 @@ func registerZSets(reg registrar) {
 	reg("bzpopmin", -3, "write|blocking|fast", 1, -2, 1, "sorted_set", func(c *Client, a [][]byte) { bzpopGeneric(c, a, true) })
 	reg("bzpopmax", -3, "write|blocking|fast", 1, -2, 1, "sorted_set", func(c *Client, a [][]byte) { bzpopGeneric(c, a, false) })
 	reg("bzmpop", -5, "write|blocking", 0, 0, 0, "sorted_set", cmdBZMPop)
-	reg("zrandmember", -2, "readonly|random", 1, 1, 1, "sorted_set", cmdZRandMember)
+	reg("zrandmember", -2, "readonly|random|x-rand-count", 1, 1, 1, "sorted_set", cmdZRandMember)
 	reg("zunion", -3, "readonly", 0, 0, 0, "sorted_set", func(c *Client, a [][]byte) { zsetOpGeneric(c, a, 1, nil, zopUnion, false) })
 	reg("zinter", -3, "readonly", 0, 0, 0, "sorted_set", func(c *Client, a [][]byte) { zsetOpGeneric(c, a, 1, nil, zopInter, false) })
 	reg("zdiff", -3, "readonly", 0, 0, 0, "sorted_set", func(c *Client, a [][]byte) { zsetOpGeneric(c, a, 1, nil, zopDiff, false) })
@@ -742,14 +742,32 @@ func cmdZRandMember(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	sh, z, bad := c.readZSet(args[1])
+	if pool := c.zRandMemberLocked(args[1], count, withScores); pool != nil {
+		c.replyRepeats(pool, -count, withScores) // shard released: see randrepeat.go
+	}
+}
+
+// zRandMemberLocked answers ZRANDMEMBER key count under the shard lock, or
+// returns a copy of the sorted set for replyRepeats when the picks are too
+// many.
+func (c *Client) zRandMemberLocked(key []byte, count int64, withScores bool) *randPool {
+	sh, z, bad := c.readZSet(key)
 	defer c.unlockKey(sh)
 	if bad {
-		return
+		return nil
 	}
 	if z == nil || count == 0 {
 		c.array(0)
-		return
+		return nil
+	}
+	if copyForRepeats(count, z.Len()) {
+		p := &randPool{}
+		z.Iterate(func(m []byte, s float64) bool {
+			p.members = append(p.members, bytes.Clone(m))
+			p.scores = append(p.scores, s)
+			return true
+		})
+		return p
 	}
 	c.randReplyHeader(count, z.Len(), withScores)
 	z.RandomMembers(c.rand(), count, func(m []byte, s float64) {
@@ -761,6 +779,7 @@ func cmdZRandMember(c *Client, args [][]byte) {
 			c.double(s)
 		}
 	})
+	return nil
 }
 
 // Operations of ZUNION, ZINTER and ZDIFF.

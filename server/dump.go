@@ -100,7 +100,7 @@ func cmdRestore(c *Client, args [][]byte) {
 		}
 		return
 	}
-	v, err := snapshot.Value(re)
+	v, err := snapshot.ValueWith(re, c.lim())
 	if err != nil || (v.Type != 0 && v.Obj == nil) {
 		c.err("ERR Bad data format")
 		return

@@ -93,6 +93,11 @@ type Config struct {
 	// keeps what the umask gives). See ParseUnixSocketPerm.
 	UnixSocketPerm os.FileMode
 
+	// Snapshots (issue 14): SnapshotMaxExtraMemory bounds the encoded bytes
+	// a save or full sync holds in flight (0 = 64 MiB); past it, writes to
+	// keys not yet saved wait for the save instead of it copying more.
+	SnapshotMaxExtraMemory int64
+
 	// Cluster (cluster.go): ClusterMode is --cluster-mode, "no" (also ""),
 	// "yes" (topology from a control plane) or "emulated".
 	ClusterMode string
@@ -186,9 +191,10 @@ type Server struct {
 
 	// enableProtectedConfigs and enableDebug are fixed at New (protected.go).
 	enableProtectedConfigs, enableDebug string
-	limitsConn                          connLimits // maxclients (maxclients.go)
-	wd                                  watchdog   // slow shard holders (watchdog.go)
-	reclaim                             reclaimer  // GC before refusing a write (memreclaim.go)
+	limitsConn                          connLimits   // maxclients (maxclients.go)
+	wd                                  watchdog     // slow shard holders (watchdog.go)
+	keySaveDelayUs                      atomic.Int64 // rdb-key-save-delay (keysavedelay.go)
+	reclaim                             reclaimer    // GC before refusing a write (memreclaim.go)
 	// unixPath and unixPerm are the Unix socket's configuration (CONFIG GET).
 	unixPath string
 	unixPerm os.FileMode
@@ -270,6 +276,7 @@ func (s *Server) Start(cfg Config) error {
 	if err := s.startAOF(); err != nil {
 		return err
 	}
+	s.fitMaxClientsToFDs() // maxclients.go
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)))
 	if err != nil {
 		return err
@@ -321,7 +328,7 @@ func (s *Server) startMemcached(cfg Config) error {
 	s.mc = memcache.New(s.store, memcache.Config{MaxItemSize: cfg.MaxItemSize, Logger: s.log,
 		Journal: s.commitMemcached, Loops: s.loops, Admit: s.admitWrite,
 		MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load,
-		Accept: s.admitMemcached})
+		Accept: s.admitMemcached, Busy: func() bool { return s.scripts.busy.Load() != nil }})
 	mln, err := s.mc.Listen(net.JoinHostPort(cfg.Bind, strconv.Itoa(port)))
 	if err != nil {
 		return fmt.Errorf("memcached port: %w", err)

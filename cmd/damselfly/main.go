@@ -61,6 +61,7 @@ type cli struct {
 	Dbformat         string           `help:"Dump format of saves: rdb (Redis's, one file) or native (one compressed file per shard, written and loaded in parallel). Loading detects either." default:"rdb" enum:"rdb,native" env:"DAMSELFLY_DBFORMAT"`
 	Dbcompression    string           `help:"Compression of native dumps: s2, zstd or none." default:"s2" enum:"s2,zstd,none" env:"DAMSELFLY_DBCOMPRESSION"`
 	DbcompressionLvl int              `name:"dbcompression-level" help:"Level of --dbcompression (s2: 1-3, zstd: 1-4; 0 = default)." default:"0" env:"DAMSELFLY_DBCOMPRESSION_LEVEL"`
+	SnapMaxExtra     memory           `name:"snapshot-max-extra-memory" help:"Most encoded bytes a save or full sync holds in flight (e.g. 64mb); past it, writes to keys not yet saved wait for the save." default:"64mb" env:"DAMSELFLY_SNAPSHOT_MAX_EXTRA_MEMORY"`
 	Loglevel         string           `help:"debug, verbose, notice or warning." default:"notice" enum:"debug,verbose,notice,warning" env:"DAMSELFLY_LOGLEVEL"`
 	Version          kong.VersionFlag `help:"Print the version and exit."`
 	Maxclients       int              `help:"Most connections open at once, over all ports; more get -ERR max number of clients reached." default:"10000" env:"DAMSELFLY_MAXCLIENTS"`
@@ -121,6 +122,7 @@ func main() {
 		MaxClients:       c.Maxclients, EnableDebugCommand: c.EnableDebug, EnableProtectedConfigs: c.EnableProtected,
 		AOF:      c.AOF.config(),
 		DBFormat: c.Dbformat, DBCompression: c.Dbcompression, DBCompressionLevel: c.DbcompressionLvl,
+		SnapshotMaxExtraMemory: int64(c.SnapMaxExtra),
 	}
 	cfg.UnixSocketPerm, _ = server.ParseUnixSocketPerm(c.Unixsocketperm) // checked by validate
 	cfg.ClusterMode = c.ClusterMode
