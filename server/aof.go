@@ -125,6 +125,7 @@ func (s *Server) newAOF() *aof.AOF {
 // journalWrite is the journal: every committed write goes to the AOF (when
 // on) and to the replication stream, under the writer's shard locks.
 func (s *Server) journalWrite(db int, args [][]byte) int64 {
+	s.migrationTap(db, args) // cluster_migrate.go
 	if a := s.aof.a.Load(); a != nil {
 		a.Feed(db, args)
 	}

@@ -144,6 +144,8 @@ type Client struct {
 	// switches: NO-EVICT, NO-TOUCH, SETINFO (clientadmin.go).
 	track clientTrack
 	admin clientAdmin
+	// cl is the connection's cluster state: READONLY, ASKING (cluster.go).
+	cl clusterSession
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -333,6 +335,9 @@ func (c *Client) execute(args [][]byte) {
 		return
 	}
 	if c.aclDenied(cmd, args) { // acl.go
+		return
+	}
+	if c.srv.cluster != nil && c.clusterCheck(cmd, args) { // cluster.go
 		return
 	}
 	if c.srv.scripts.busy.Load() != nil && !c.waitBusy(cmd, args) { // script.go

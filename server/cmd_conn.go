@@ -146,7 +146,7 @@ func cmdHello(c *Client, args [][]byte) {
 	c.bulkString("id")
 	c.int(c.id)
 	c.bulkString("mode")
-	c.bulkString("standalone")
+	c.bulkString(c.srv.redisMode())
 	c.bulkString("role")
 	c.bulkString(c.srv.role())
 	c.bulkString("modules")

@@ -384,7 +384,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		section("Server")
 		field("redis_version", RedisVersion)
 		field("damselfly_version", Version)
-		field("redis_mode", "standalone")
+		field("redis_mode", s.redisMode())
 		field("os", runtime.GOOS+" "+runtime.GOARCH)
 		field("arch_bits", 64)
 		field("multiplexing_api", "goroutines")
@@ -487,6 +487,10 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 	if wantExtra("latencystats") {
 		section("Latencystats")
 		s.infoLatencyStats(&b)
+	}
+	if want("cluster") {
+		section("Cluster")
+		s.infoCluster(field) // cluster.go
 	}
 	if want("keyspace") {
 		section("Keyspace")

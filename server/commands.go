@@ -97,6 +97,7 @@ func buildCommandTable() *cmdTable {
 	registerSlowlog(reg) // slowlog.go
 	registerLatency(reg) // latency.go
 	registerMonitor(reg) // monitor.go
+	registerCluster(reg)
 	t.addDocs()
 	return t
 }

@@ -457,6 +457,9 @@ func (sc *scriptCaller) Call(args [][]byte) ([]byte, bool) {
 	if e := c.aclScriptDenied(cmd, args); e != "" { // acl.go
 		return []byte("-ERR " + e + "\r\n"), false
 	}
+	if c.srv.cluster != nil && !c.scriptKeysLocal(cmd, args) { // cluster.go
+		return []byte("-ERR Script attempted to access a non local key in a cluster node\r\n"), false
+	}
 	if cmd.write {
 		if sc.ro {
 			return []byte("-ERR Write commands are not allowed from read-only scripts.\r\n"), false

@@ -117,6 +117,9 @@ type Config struct {
 	// started with ("": none; CONFIG REWRITE then fails as in Redis).
 	TrackingTableMaxKeys int64
 	ConfigFile           string
+	// Cluster (cluster.go): ClusterMode is --cluster-mode, "no" (also ""),
+	// "yes" (topology from a control plane) or "emulated".
+	ClusterMode string
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -227,6 +230,7 @@ type Server struct {
 	// confDefaults are the CONFIG parameters' values before the config
 	// file was applied (CONFIG REWRITE appends what differs).
 	confDefaults map[string]string
+	cluster      *clusterState // nil unless --cluster-mode yes|emulated (cluster.go)
 
 	shutdownOnce sync.Once
 	done         chan struct{}
@@ -290,6 +294,7 @@ func New(cfg Config) *Server {
 	s.journal = s.journalWrite
 	s.initTLS(cfg.TLS)
 	s.initClientFeatures(cfg) // tracking.go, clientadmin.go, conffile.go
+	s.initCluster(cfg)
 	return s
 }
 
@@ -359,6 +364,7 @@ func (s *Server) Start(cfg Config) error {
 	if err := s.startAdmin(cfg.Admin); err != nil { // admin.go
 		return err
 	}
+	s.clusterStarted()
 	s.wg.Add(1)
 	go s.cron()
 	return nil

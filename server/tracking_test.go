@@ -344,17 +344,6 @@ func TestTrackingConcurrent(t *testing.T) {
 	wg.Wait()
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // BenchmarkExecuteSetTracked is BenchmarkExecuteSet while a client tracks
 // (the data layer's hook installed, the keys not tracked): the cost every
 // write pays once tracking is in use.

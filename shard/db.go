@@ -26,6 +26,7 @@ type DB struct {
 	lfu      *lfuConfig // the store's LFU switch (lfu.go)
 	minutes  *uint32    // the owning shard's LFU minute clock
 	rnd      uint64     // LFU's random source (never 0)
+	slots    *slotIndex // keys per cluster slot (database 0 in cluster mode; slots.go)
 }
 
 // newDB makes an empty DB whose tables stamp changed buckets with version
@@ -214,6 +215,9 @@ func (d *DB) insert(h uint64, key []byte, v Value, flags byte, size, vlen int) (
 		d.expires.Insert(h, ref)
 	}
 	d.valBytes += int64(len(key) + vlen)
+	if d.slots != nil {
+		d.slots.add(key)
+	}
 	return pos, ref, mem
 }
 
@@ -313,6 +317,9 @@ func (d *DB) Delete(e *Entry) {
 	// The index changes first: a running snapshot's pre-change hook then
 	// captures the entry while its chunk and object are still intact.
 	d.main.Remove(e.pos)
+	if d.slots != nil {
+		d.slots.remove(e.hdr.key)
+	}
 	if e.hdr.flags&flagExpire != 0 {
 		d.removeExpire(e.h, e.hdr.key)
 	}

@@ -41,6 +41,9 @@ type Shard struct {
 	// minutes is the LFU minute clock (unix minutes mod 65536) as of the
 	// last Tick.
 	minutes uint32
+	// slotIndexed: database 0 keeps its per-slot key index (cluster mode,
+	// slots.go).
+	slotIndexed bool
 }
 
 // Dirty counts every change made to the shard's data (like Redis's
@@ -84,6 +87,9 @@ func (sh *Shard) DB(i int) *DB {
 		d = newDB(&sh.dirty, &sh.clock, sh.epoch)
 		d.idx, d.watch, d.newKey = i, &sh.watch, sh.newKey
 		d.lfu, d.minutes, d.rnd = sh.lfu, &sh.minutes, uint64(sh.id)*0x9E3779B97F4A7C15+uint64(i)+1
+		if i == 0 && sh.slotIndexed {
+			d.slots = newSlotIndex()
+		}
 		sh.dbs[i] = d
 	}
 	return d

@@ -69,6 +69,7 @@ type cli struct {
 	EnableProtected  string           `name:"enable-protected-configs" help:"Allow CONFIG SET dir/dbfilename: no, yes, or local (loopback and Unix socket clients only)." default:"no" enum:"no,yes,local" env:"DAMSELFLY_ENABLE_PROTECTED_CONFIGS"`
 	AOF              aofFlags         `embed:""`
 	TLS              tlsFlags         `embed:""`
+	ClusterMode      string           `name:"cluster-mode" help:"Redis Cluster protocol: no, yes (topology pushed by a control plane with CLUSTERX, as kvrocks-controller does) or emulated (one node owning every slot)." default:"no" enum:"no,yes,emulated" env:"DAMSELFLY_CLUSTER_MODE"`
 	Healthcheck      bool             `help:"Send PING to the server on 127.0.0.1:--port and exit 0 on PONG (for container health checks)."`
 	// ACL
 	Aclfile string     `help:"ACL file of 'user' lines: loaded at start (errors stop start-up), ACL LOAD reloads it, ACL SAVE writes it." env:"DAMSELFLY_ACLFILE"`
@@ -146,6 +147,7 @@ func main() {
 	cfg.ACLFile = c.Aclfile
 	cfg.Admin = c.Admin.config()
 	cfg.ConfigFile = cf.absPath()
+	cfg.ClusterMode = c.ClusterMode
 	srv := server.New(cfg)
 	if err := cf.applyRuntime(srv); err != nil { // conffile.go
 		fmt.Fprintln(os.Stderr, "damselfly:", err)
