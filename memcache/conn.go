@@ -74,12 +74,12 @@ func newConn(s *Server, nc net.Conn) *conn {
 // Readable, Output, Wrote, Closed and Detached serve the connection on an
 // event loop (netpoll.Handler): read once, execute every complete request,
 // leave the replies for the loop to write.
-func (c *conn) Readable(fd int, nowNanos int64) netpoll.Action {
+func (c *conn) Readable(in netpoll.Input, nowNanos int64) netpoll.Action {
 	c.now = nowNanos / 1e6
 	if c.w == len(c.in) {
 		c.makeRoom()
 	}
-	n, err := netpoll.Read(fd, c.in[c.w:])
+	n, err := in.Read(c.in[c.w:])
 	if err == syscall.EAGAIN || err == syscall.EINTR {
 		return netpoll.Keep
 	}
@@ -115,7 +115,7 @@ func (c *conn) Wrote(n int) {
 func (c *conn) Closed() { c.s.dropConn(c) }
 
 // Detached never happens: no memcached command blocks.
-func (c *conn) Detached(fd int) {
+func (c *conn) Detached(fd int, _ []byte) {
 	syscall.Close(fd)
 	c.s.dropConn(c)
 }

@@ -60,12 +60,12 @@ func (s *Server) adopt(c *Client, tc netpoll.Conn) error {
 // part of Client's own API).
 type loopClient Client
 
-func (lc *loopClient) Readable(fd int, now int64) netpoll.Action {
+func (lc *loopClient) Readable(in netpoll.Input, now int64) netpoll.Action {
 	c := (*Client)(lc)
 	if c.w == len(c.in) {
 		c.makeRoom()
 	}
-	n, err := netpoll.Read(fd, c.in[c.w:])
+	n, err := in.Read(c.in[c.w:])
 	if err == syscall.EAGAIN || err == syscall.EINTR {
 		return netpoll.Keep
 	}
@@ -121,8 +121,16 @@ func (lc *loopClient) Closed() {
 	c.srv.dropClient(c)
 }
 
-func (lc *loopClient) Detached(fd int) {
+func (lc *loopClient) Detached(fd int, buffered []byte) {
 	c := (*Client)(lc)
+	if len(buffered) > 0 {
+		// Input the io_uring loop received ahead: it precedes what the
+		// goroutine reads from the socket.
+		for len(c.in)-c.w < len(buffered) {
+			c.makeRoom()
+		}
+		c.w += copy(c.in[c.w:], buffered)
+	}
 	nc, err := netpoll.FileConn(fd)
 	if err != nil {
 		c.srv.log.Warn("event loop: cannot detach connection", "client", c.id, "err", err)
