@@ -17,11 +17,11 @@ import (
 // startLoops starts one event loop per GOMAXPROCS. Without them (not
 // Linux, or epoll failed) it returns nil: every connection then gets a
 // goroutine of its own.
-func (s *Server) startLoops() []*netpoll.Loop {
+func (s *Server) startLoops(kind string) []*netpoll.Loop {
 	n := runtime.GOMAXPROCS(0)
 	loops := make([]*netpoll.Loop, 0, n)
 	for range n {
-		l, err := netpoll.New(s.log)
+		l, err := s.newLoop(kind)
 		if err != nil {
 			s.log.Warn("no event loops; serving each connection on a goroutine", "err", err)
 			for _, l := range loops {

@@ -92,6 +92,11 @@ type Config struct {
 	// UnixSocketPerm is the Unix socket file's mode (unixsocketperm; 0
 	// keeps what the umask gives). See ParseUnixSocketPerm.
 	UnixSocketPerm os.FileMode
+
+	// Event loop kind (eventloop_kind.go): "auto" or "" (io_uring where the
+	// kernel allows it, else epoll), "epoll" or "io_uring" (falls back to
+	// epoll, with a warning, where io_uring cannot be had).
+	EventLoop string
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -279,7 +284,7 @@ func (s *Server) Start(cfg Config) error {
 		s.unixPath, s.unixPerm = cfg.UnixSocket, cfg.UnixSocketPerm
 	}
 	if !cfg.GoroutinePerConn {
-		s.loops = s.startLoops()
+		s.loops = s.startLoops(cfg.EventLoop)
 	}
 	if cfg.MemcachedPort != 0 {
 		if err := s.startMemcached(cfg); err != nil {

@@ -67,6 +67,7 @@ type cli struct {
 	EnableDebug      string           `name:"enable-debug-command" help:"Allow DEBUG: no, yes, or local (loopback and Unix socket clients only)." default:"no" enum:"no,yes,local" env:"DAMSELFLY_ENABLE_DEBUG_COMMAND"`
 	EnableProtected  string           `name:"enable-protected-configs" help:"Allow CONFIG SET dir/dbfilename: no, yes, or local (loopback and Unix socket clients only)." default:"no" enum:"no,yes,local" env:"DAMSELFLY_ENABLE_PROTECTED_CONFIGS"`
 	AOF              aofFlags         `embed:""`
+	EventLoop        string           `name:"event-loop" help:"Event loops: auto (io_uring where the kernel allows it, else epoll), epoll or io_uring." default:"auto" enum:"auto,epoll,io_uring" env:"DAMSELFLY_EVENT_LOOP"`
 	Healthcheck      bool             `help:"Send PING to the server on 127.0.0.1:--port and exit 0 on PONG (for container health checks)."`
 }
 
@@ -120,6 +121,7 @@ func main() {
 		MaxClients:       c.Maxclients, EnableDebugCommand: c.EnableDebug, EnableProtectedConfigs: c.EnableProtected,
 		AOF:      c.AOF.config(),
 		DBFormat: c.Dbformat, DBCompression: c.Dbcompression, DBCompressionLevel: c.DbcompressionLvl,
+		EventLoop: c.EventLoop,
 	}
 	cfg.UnixSocketPerm, _ = server.ParseUnixSocketPerm(c.Unixsocketperm) // checked by validate
 	srv := server.New(cfg)
