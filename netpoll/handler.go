@@ -1,5 +1,6 @@
 // Package netpoll serves many non-blocking TCP and Unix-socket connections from a few
-// goroutines with epoll, the way redis-server and memcached do. Both of
+// goroutines with epoll, the way redis-server and memcached do, or with
+// io_uring (NewIOUring; see uring_linux.go for what differs). Both of
 // Damselfly's front ends (RESP in package server, the memcached protocol in
 // package memcache) run their connections on the same loops.
 //
