@@ -22,6 +22,9 @@ type lineHandler struct {
 	pos      int
 	closed   chan struct{}
 	detached chan int
+	// detachDelay: work a "detach" line does before it detaches (input
+	// arriving meanwhile is received ahead by the io_uring loop).
+	detachDelay time.Duration
 }
 
 func newLineHandler(repeat int) *lineHandler {
@@ -50,6 +53,7 @@ func (h *lineHandler) Readable(in Input, _ int64) Action {
 			h.out = append(h.out, "bye\n"...)
 			return CloseAfterWrite
 		case "detach":
+			time.Sleep(h.detachDelay)
 			return Detach
 		}
 		for range h.repeat {
@@ -251,5 +255,42 @@ func TestDetach(t *testing.T) {
 			t.Fatalf("got %q, %v", got, err)
 		}
 		wg.Wait()
+	})
+}
+
+// TestDetachHandsOverReceivedInput: input that arrives while a handler
+// works on the command that detaches it reaches the handler, through
+// Detached's buffered input (io_uring received it ahead) or the socket.
+func TestDetachHandsOverReceivedInput(t *testing.T) {
+	eachLoop(t, func(t *testing.T, k loopKind) {
+		_, addr, handlers := serve(t, k, func() *lineHandler {
+			h := newLineHandler(1)
+			h.detachDelay = 100 * time.Millisecond
+			return h
+		})
+		nc := dial(t, addr)
+		io.WriteString(nc, "detach\n")
+		h := <-handlers
+		time.Sleep(20 * time.Millisecond)
+		io.WriteString(nc, "more\n")
+		fd := <-h.detached
+		c, err := FileConn(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		got := string(h.in)
+		if got != "more\n" {
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			line, err := bufio.NewReader(c).ReadString('\n')
+			if err != nil {
+				t.Fatalf("buffered %q, then reading: %v", got, err)
+			}
+			got += line
+		}
+		if got != "more\n" {
+			t.Fatalf("input after detach: %q", got)
+		}
+		t.Logf("handed over with Detached: %q", h.in)
 	})
 }
