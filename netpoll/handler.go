@@ -96,11 +96,13 @@ func (in Input) Read(b []byte) (int, syscall.Errno) {
 	return in.src.read(b)
 }
 
-// inbuf holds input the io_uring loop received for one connection: pend
-// (a private copy of what an earlier Readable left), then cur (a view of
-// the provided buffer being handed over, valid during one Readable).
+// inbuf holds input the io_uring loop received for one connection:
+// pend[off:] (a private copy of what an earlier Readable left), then cur
+// (a view of the provided buffer being handed over, valid during one
+// Readable). pend's storage is reused from one leftover to the next.
 type inbuf struct {
 	pend  []byte
+	off   int
 	cur   []byte
 	eof   bool
 	errno syscall.Errno
@@ -111,11 +113,11 @@ func (b *inbuf) read(p []byte) (int, syscall.Errno) {
 		return 0, 0
 	}
 	n := 0
-	if len(b.pend) > 0 {
-		n = copy(p, b.pend)
-		b.pend = b.pend[n:]
-		if len(b.pend) == 0 {
-			b.pend = b.pend[:0:0]
+	if b.off < len(b.pend) {
+		n = copy(p, b.pend[b.off:])
+		b.off += n
+		if b.off == len(b.pend) {
+			b.pend, b.off = b.pend[:0], 0
 		}
 	}
 	if n < len(p) && len(b.cur) > 0 {
@@ -135,15 +137,27 @@ func (b *inbuf) read(p []byte) (int, syscall.Errno) {
 }
 
 // buffered reports how many received bytes wait to be read.
-func (b *inbuf) buffered() int { return len(b.pend) + len(b.cur) }
+func (b *inbuf) buffered() int { return len(b.pend) - b.off + len(b.cur) }
 
 // keep copies what is left of cur into pend: the provided buffer it views
 // goes back to the kernel.
 func (b *inbuf) keep() {
 	if len(b.cur) > 0 {
+		if b.off > 0 {
+			b.pend = append(b.pend[:0], b.pend[b.off:]...)
+			b.off = 0
+		}
 		b.pend = append(b.pend, b.cur...)
 	}
 	b.cur = nil
+}
+
+// unread returns the received input not read yet, as a copy.
+func (b *inbuf) unread() []byte {
+	if b.off == len(b.pend) && len(b.cur) == 0 {
+		return nil
+	}
+	return append(append([]byte(nil), b.pend[b.off:]...), b.cur...)
 }
 
 // Deferrer is implemented by a Handler whose replies may have to wait for

@@ -136,8 +136,8 @@ type ring struct {
 
 const (
 	ringEntries = 1024
-	bufCount    = 256     // provided buffers per loop (power of two)
-	bufBytes    = 4 << 10 // bytes per provided buffer
+	bufCount    = 128      // provided buffers per loop (power of two)
+	bufBytes    = 16 << 10 // bytes per provided buffer, as the server's read buffer
 )
 
 // newRing sets up an io_uring with a registered provided-buffer ring, or

@@ -416,7 +416,7 @@ func (l *Loop) finish(now int64) {
 func (l *Loop) release1(fd int, s *uslot) {
 	h := s.h
 	if s.detaching {
-		buffered := s.in.pend
+		buffered := s.in.unread()
 		*s = uslot{gen: s.gen}
 		h.Detached(fd, buffered)
 		return
