@@ -14,15 +14,16 @@
 # request with perf stat (raw_syscalls:sys_enter; perf from Debian's
 # linux-perf), kept apart so that tracing does not tax the CPU figures.
 # Env: DAMSELFLY (binary, default: go build into the temp dir), N (requests
-# unpipelined, 50000; x10 at -P 16), C (clients, 50), D (value bytes, 256),
+# unpipelined, 30000; x10 at -P 16), C (clients, 50), D (value bytes, 256),
 # ROUNDS (3), UNIX=1 (over the Unix sockets instead of TCP), SHARDS_ARGS (extra
 # Damselfly flags), PIN=0 (do not pin the servers; for the two-core runs).
 set -euo pipefail
 TESTS=${1:-set,get,incr,lpush,hset}
-N=${N:-50000}; C=${C:-50}; D=${D:-256}; ROUNDS=${ROUNDS:-3}; UNIX=${UNIX:-0}; PIN=${PIN:-1}
+N=${N:-30000}; C=${C:-50}; D=${D:-256}; ROUNDS=${ROUNDS:-3}; UNIX=${UNIX:-0}; PIN=${PIN:-1}
 command -v redis-benchmark >/dev/null || { echo "needs redis-benchmark (redis-tools)" >&2; exit 2; }
 T=$(mktemp -d)
 trap 'for p in ${PIDS:-}; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$T"' EXIT
+trap 'exit 1' INT TERM
 if [ -z "${DAMSELFLY:-}" ]; then
   (cd "$(dirname "$0")/.." && go build -o "$T/damselfly" ./cmd/damselfly); DAMSELFLY=$T/damselfly
 fi

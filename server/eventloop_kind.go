@@ -23,3 +23,12 @@ func (s *Server) newLoop(kind string) (*netpoll.Loop, error) {
 	}
 	return netpoll.New(s.log)
 }
+
+// multiplexingAPI is INFO's multiplexing_api: the loops' kind, or
+// goroutines when every connection has its own.
+func (s *Server) multiplexingAPI() string {
+	if len(s.loops) == 0 {
+		return "goroutines"
+	}
+	return s.loops[0].Backend()
+}

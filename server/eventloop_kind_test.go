@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -84,5 +85,14 @@ func TestEventLoopKinds(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMultiplexingAPI: INFO names the kind of loop serving the clients.
+func TestMultiplexingAPI(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.EventLoop = "epoll"; c.GoroutinePerConn = false })
+	info, err := newClient(t, s).Info(context.Background(), "server").Result()
+	if err != nil || !strings.Contains(info, "multiplexing_api:epoll\r\n") {
+		t.Fatalf("INFO server: %v\n%s", err, info)
 	}
 }
