@@ -276,6 +276,9 @@ func (r *ring) enter(flags uintptr) syscall.Errno {
 	return errno
 }
 
+// overflowed reports whether completions wait outside the full CQ ring.
+func (r *ring) overflowed() bool { return atomic.LoadUint32(r.sqFlags)&sqCQOverflow != 0 }
+
 // pending reports whether completions wait in the CQ ring.
 func (r *ring) pending() bool {
 	return atomic.LoadUint32(r.cqTail) != atomic.LoadUint32(r.cqHead)

@@ -216,7 +216,9 @@ func (l *Loop) runUring() {
 	u.armWake(l.wakefd)
 	for {
 		r.publish()
-		if r.unsubmit > 0 {
+		// Enter to submit, or to flush completions the kernel kept aside
+		// while the completion ring was full (enter adds GETEVENTS then).
+		if r.unsubmit > 0 || r.overflowed() {
 			switch errno := r.enter(0); errno {
 			case 0, syscall.EINTR, syscall.EAGAIN, syscall.EBUSY:
 			default:
@@ -224,7 +226,7 @@ func (l *Loop) runUring() {
 				return
 			}
 		}
-		if len(u.next) == 0 && r.unsubmit == 0 && !r.pending() {
+		if len(u.next) == 0 && r.unsubmit == 0 && !r.pending() && !r.overflowed() {
 			if err := rc.Read(func(uintptr) bool { return r.pending() }); err != nil {
 				l.log.Error("event loop: waiting on io_uring", "err", err)
 				return
