@@ -57,6 +57,7 @@ type conn struct {
 	pend    pending
 	swallow int // input bytes still to discard (refused data block)
 	quit    bool
+	detach  bool // leave the event loop before the next command (a busy script)
 
 	toks    [][]byte // tokens of the current line (views into in)
 	jargs   [][]byte // journal arguments (reused)
@@ -89,6 +90,9 @@ func (c *conn) Readable(in netpoll.Input, nowNanos int64) netpoll.Action {
 	c.w += n
 	c.s.stats.bytesRead.Add(int64(n))
 	perr := c.process()
+	if c.detach && perr == nil && !c.quit {
+		return netpoll.Detach
+	}
 	if c.r == c.w {
 		c.r, c.w = 0, 0
 		if len(c.in) > 4*readBufSize {
@@ -114,10 +118,37 @@ func (c *conn) Wrote(n int) {
 
 func (c *conn) Closed() { c.s.dropConn(c) }
 
-// Detached never happens: no memcached command blocks.
-func (c *conn) Detached(fd int, _ []byte) {
-	syscall.Close(fd)
-	c.s.dropConn(c)
+// Detached takes the connection off its event loop when a command would
+// wait for a busy script (process set detach): from now on a goroutine
+// serves it, starting with the replies and requests already buffered.
+func (c *conn) Detached(fd int, buffered []byte) {
+	if len(buffered) > 0 {
+		// Input the io_uring loop received ahead comes before the socket's.
+		for len(c.in)-c.w < len(buffered) {
+			c.makeRoom()
+		}
+		c.w += copy(c.in[c.w:], buffered)
+	}
+	nc, err := netpoll.FileConn(fd)
+	if err != nil {
+		c.s.log.Warn("memcached: leaving the event loop", "err", err)
+		c.s.dropConn(c)
+		return
+	}
+	c.mu.Lock()
+	c.nc, c.loop, c.fd = nc, nil, -1
+	c.mu.Unlock()
+	c.detach = false
+	if len(c.out) > c.outPos {
+		if _, err := nc.Write(c.out[c.outPos:]); err != nil {
+			nc.Close()
+			c.s.dropConn(c)
+			return
+		}
+	}
+	c.resetOut()
+	c.outPos = 0
+	go c.serve()
 }
 
 // nowMs is the time commands judge expiry by: the time of the read that
@@ -138,11 +169,18 @@ func (c *conn) resetOut() {
 func (c *conn) serve() {
 	defer c.s.dropConn(c)
 	defer c.nc.Close()
+	leftByLoop := c.r < c.w // requests an event loop read but did not run
 	for {
 		if c.w == len(c.in) {
 			c.makeRoom()
 		}
-		n, rerr := c.nc.Read(c.in[c.w:])
+		var n int
+		var rerr error
+		if leftByLoop {
+			leftByLoop = false
+		} else {
+			n, rerr = c.nc.Read(c.in[c.w:])
+		}
 		c.w += n
 		c.now = time.Now().UnixMilli()
 		c.s.stats.bytesRead.Add(int64(n))
@@ -206,6 +244,10 @@ var errClose = errors.New("close connection")
 // errClose when the connection must be closed.
 func (c *conn) process() error {
 	for c.r < c.w && !c.quit {
+		if c.loop != nil && c.s.cfg.Busy != nil && c.s.cfg.Busy() {
+			c.detach = true
+			return nil
+		}
 		if c.swallow > 0 {
 			n := min(c.swallow, c.w-c.r)
 			c.r += n

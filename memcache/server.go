@@ -101,6 +101,10 @@ type Config struct {
 	// "" admits it; otherwise the returned line is written and the
 	// connection closed (the server's maxclients and access rules).
 	Accept func(remote net.Addr) string
+	// Busy, when set, reports that a script holds every shard. A command
+	// would wait for it, and an event loop must never wait: a connection
+	// served by a loop then leaves it for a goroutine of its own first.
+	Busy func() bool
 }
 
 type stats struct {

@@ -221,7 +221,10 @@ func (l *link) session() error {
 	if rep[0] == '-' {
 		l.n.log.Warn("primary refused REPLCONF listening-port", "reply", rep)
 	}
-	if err := l.command("REPLCONF", "capa", "eof", "capa", "psync2"); err != nil {
+	// damselfly-native: a Damselfly primary may send the full sync
+	// compressed (native.go); Redis and Valkey ignore capabilities they do
+	// not know.
+	if err := l.command("REPLCONF", "capa", "eof", "capa", "psync2", "capa", CapaNative); err != nil {
 		return err
 	}
 	if rep, err = l.reply(cr); err != nil {

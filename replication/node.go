@@ -38,10 +38,9 @@ type Config struct {
 	ListenPort func() int
 	// MasterAuth is sent with AUTH during the handshake when set.
 	MasterAuth string
-	// Output buffer limits for replicas: hard bytes, soft bytes held for
-	// SoftPeriod (client-output-buffer-limit replica 256mb 64mb 60).
-	OutputHard, OutputSoft int64
-	SoftPeriod             time.Duration
+	// Output buffer limits for replicas (client-output-buffer-limit
+	// replica 256mb 64mb 60 when nil); SetOutputLimits changes them later.
+	OutputLimits *OutputLimits
 	// PingPeriod is repl-ping-replica-period (10s).
 	PingPeriod time.Duration
 	// Timeout is repl-timeout (60s): a silent primary link is dropped.
@@ -55,14 +54,8 @@ func (c *Config) defaults() {
 	if c.BacklogSize <= 0 {
 		c.BacklogSize = 1 << 20
 	}
-	if c.OutputHard == 0 {
-		c.OutputHard = 256 << 20
-	}
-	if c.OutputSoft == 0 {
-		c.OutputSoft = 64 << 20
-	}
-	if c.SoftPeriod == 0 {
-		c.SoftPeriod = 60 * time.Second
+	if c.OutputLimits == nil {
+		c.OutputLimits = &OutputLimits{Hard: 256 << 20, Soft: 64 << 20, SoftPeriod: 60 * time.Second}
 	}
 	if c.PingPeriod == 0 {
 		c.PingPeriod = 10 * time.Second
@@ -83,8 +76,9 @@ func (c *Config) defaults() {
 
 // Node is the replication state of one server, primary or replica.
 type Node struct {
-	cfg Config
-	log *slog.Logger
+	cfg       Config
+	log       *slog.Logger
+	outLimits atomic.Pointer[OutputLimits]
 
 	// active is set once a backlog exists: before that, Append has nothing
 	// to do (like Redis, which creates the backlog for the first replica).
@@ -112,6 +106,18 @@ type Node struct {
 	wg     sync.WaitGroup
 }
 
+// OutputLimits bound what a replica may leave unread: past Hard bytes it
+// is dropped at once, past Soft bytes for SoftPeriod too. A zero limit is
+// no limit, as in Redis.
+type OutputLimits struct {
+	Hard, Soft int64
+	SoftPeriod time.Duration
+}
+
+// SetOutputLimits applies CONFIG SET client-output-buffer-limit replica
+// ... to the replicas attached and to come.
+func (n *Node) SetOutputLimits(l OutputLimits) { n.outLimits.Store(&l) }
+
 // SyncStats returns INFO's sync_full, sync_partial_ok and sync_partial_err.
 func (n *Node) SyncStats() (full, partialOK, partialErr int64) {
 	return n.syncFull.Load(), n.syncPartialOK.Load(), n.syncPartialErr.Load()
@@ -132,6 +138,7 @@ func New(cfg Config) *Node {
 		ackCh:        make(chan struct{}),
 		closed:       make(chan struct{}),
 	}
+	n.outLimits.Store(cfg.OutputLimits)
 	n.wg.Add(1)
 	go n.cron()
 	return n
@@ -271,7 +278,7 @@ func (n *Node) cron() {
 		n.mu.Lock()
 		nrep := len(n.replicas)
 		for r := range n.replicas {
-			r.checkSoft(n.cfg.SoftPeriod)
+			r.checkSoft()
 		}
 		n.mu.Unlock()
 		if nrep > 0 && !n.replica.Load() && time.Since(lastPing) >= n.cfg.PingPeriod {

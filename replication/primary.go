@@ -23,6 +23,9 @@ type Peer struct {
 	ListenPort int
 	CapaEOF    bool
 	CapaPsync2 bool
+	// CapaNative: the replica is a Damselfly that sent REPLCONF capa
+	// damselfly-native, so its full sync may come compressed (native.go).
+	CapaNative bool
 }
 
 // Replica states, as INFO names them.
@@ -47,8 +50,6 @@ type replicaConn struct {
 	buf       []byte // stream bytes not yet handed to the socket
 	softSince time.Time
 	dead      bool
-	hard      int64
-	soft      int64
 
 	signal    chan struct{} // buffered: something to send
 	done      chan struct{} // closed by kill
@@ -59,7 +60,6 @@ type replicaConn struct {
 func (n *Node) newReplicaConn(p Peer) *replicaConn {
 	r := &replicaConn{
 		n: n, conn: p.Conn, ip: p.IP, port: p.ListenPort,
-		hard: n.cfg.OutputHard, soft: n.cfg.OutputSoft,
 		signal: make(chan struct{}, 1), done: make(chan struct{}), start: make(chan struct{}),
 	}
 	r.state.Store(stateWaitBgsave)
@@ -81,13 +81,14 @@ func (r *replicaConn) push(b []byte) {
 	}
 	r.buf = append(r.buf, b...)
 	size := int64(len(r.buf))
-	over := r.hard > 0 && size > r.hard
-	if !over && r.soft > 0 && size > r.soft && r.softSince.IsZero() {
+	lim := r.n.outLimits.Load()
+	over := lim.Hard > 0 && size > lim.Hard
+	if !over && lim.Soft > 0 && size > lim.Soft && r.softSince.IsZero() {
 		r.softSince = time.Now()
 	}
 	r.mu.Unlock()
 	if over {
-		r.kill(fmt.Sprintf("output buffer %d bytes over the hard limit %d", size, r.hard))
+		r.kill(fmt.Sprintf("output buffer %d bytes over the hard limit %d", size, lim.Hard))
 		return
 	}
 	select {
@@ -98,10 +99,11 @@ func (r *replicaConn) push(b []byte) {
 
 // checkSoft drops the replica when its buffer stayed over the soft limit
 // for the soft period.
-func (r *replicaConn) checkSoft(period time.Duration) {
+func (r *replicaConn) checkSoft() {
+	lim := r.n.outLimits.Load()
 	r.mu.Lock()
-	over := !r.softSince.IsZero() && time.Since(r.softSince) >= period && int64(len(r.buf)) > r.soft
-	if int64(len(r.buf)) <= r.soft {
+	over := lim.Soft > 0 && !r.softSince.IsZero() && time.Since(r.softSince) >= lim.SoftPeriod && int64(len(r.buf)) > lim.Soft
+	if int64(len(r.buf)) <= lim.Soft {
 		r.softSince = time.Time{}
 	}
 	r.mu.Unlock()
@@ -348,7 +350,7 @@ func (n *Node) fullSync(ctx context.Context, r *replicaConn, p Peer, psync bool)
 		sp := newSpool(bw, spoolMemory, "")
 		cw := &cutWriter{w: sp}
 		var err error
-		keys, err = n.cfg.Snapshot(ctx, cw, func() {
+		keys, err = n.snapshotFor(ctx, p, cw, func() {
 			onCut()
 			cw.setCut([]byte(fullLine() + "$EOF:" + mark + "\r\n"))
 		})
@@ -378,7 +380,7 @@ func (n *Node) fullSync(ctx context.Context, r *replicaConn, p Peer, psync bool)
 		defer os.Remove(f.Name())
 		defer f.Close()
 		fw := bufio.NewWriterSize(f, 256<<10)
-		keys, err = n.cfg.Snapshot(ctx, fw, onCut)
+		keys, err = n.snapshotFor(ctx, p, fw, onCut)
 		if err == nil {
 			err = fw.Flush()
 		}
@@ -407,7 +409,7 @@ func (n *Node) fullSync(ctx context.Context, r *replicaConn, p Peer, psync bool)
 	if r.acked.Load() { // the ACK came before we went online (readLoop)
 		r.startStream()
 	}
-	n.log.Info("full sync sent to replica", "replica", r.name(), "diskless", p.CapaEOF && psync,
+	n.log.Info("full sync sent to replica", "replica", r.name(), "diskless", p.CapaEOF && psync, "compressed", p.CapaNative,
 		"offset", cutOff, "keys", keys, "bytes", sent, "seconds", fmt.Sprintf("%.3f", time.Since(start).Seconds()))
 	return nil
 }

@@ -139,6 +139,7 @@ func (s *Server) onExpire(db int, key []byte) {
 		a.Feed(db, [][]byte{[]byte("DEL"), key})
 	}
 	s.repl.AppendExpired(db, key)
+	s.notifyDB(db, kseExpired, "expired", key)
 }
 
 // aofFeedFromPrimary logs a write applied from our primary (a replica with
@@ -228,7 +229,7 @@ func strerror(err error) string {
 func (s *Server) aofSnapshotter(pace int) aof.Snapshotter {
 	return func(ctx context.Context, w io.Writer, onCut func()) error {
 		bw := bufio.NewWriterSize(w, 256<<10)
-		_, err := snapshot.Write(ctx, s.store, bw, snapshot.Options{OnCut: onCut, Compress: s.cfg.rdbCompression.Load(),
+		_, err := snapshot.Write(ctx, s.store, bw, snapshot.Options{OnCut: onCut, MaxExtraMemory: s.persist.format.maxExtra, Compress: s.cfg.rdbCompression.Load(), KeyDelay: s.keySaveDelay,
 			Pace: pace, Aux: []rdb.Aux{{Key: "aof-base", Value: "1"}}})
 		if err == nil {
 			err = bw.Flush()
@@ -254,8 +255,9 @@ func (s *Server) loadAOF() (ok bool, err error) {
 	start := time.Now()
 	stats, ok, err := aof.Load(dir, st.dirname, st.filename, aof.Loader{
 		LoadRDB: func(r io.Reader, name string) (int64, error) {
-			ls, err := snapshot.Load(s.store, r, name)
+			ls, err := snapshot.LoadWith(s.store, r, name, snapshot.LoadOptions{Limits: s.limits.Load()})
 			s.persist.loadedKeys.Add(ls.Keys)
+			s.logLoadWarnings(ls.Warnings)
 			return ls.Bytes, err
 		},
 		Exec: func(args [][]byte) error {

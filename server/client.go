@@ -107,6 +107,8 @@ type Client struct {
 	replPsync2  bool
 	rnd         *rand.Rand             // random source of the collection commands
 	blocked     atomic.Pointer[waiter] // set while the client waits in a blocking command
+	// replCapaNative: REPLCONF capa damselfly-native (replication/native.go)
+	replCapaNative bool
 	// noBlock makes blocking commands answer at once as if timed out (set
 	// while running EXEC or a script, as Redis does).
 	noBlock bool
@@ -122,6 +124,9 @@ type Client struct {
 	aofLoading bool
 	// gate is the event loop's busy-script gate (script.go), nil off loops.
 	gate *loopGate
+	// kseMark is 1 + the length of out when the running command raised its
+	// first keyspace event (0: none); see notify.go.
+	kseMark int
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -356,6 +361,7 @@ func (c *Client) execute(args [][]byte) {
 	start := c.watchStart()
 	cmd.fn(c, args)
 	c.watchEnd(cmd, args, start)
+	c.srv.kseAfter(c) // notify.go
 	c.propagate, c.propagateMany = nil, nil
 }
 
@@ -425,7 +431,7 @@ func (c *Client) closeConn() {
 // command table). EXEC qualifies when it would run one of them, or one that
 // waits for locks or other goroutines itself (x-own-locks).
 func (c *Client) mayBlock(cmd *command, args [][]byte) bool {
-	if cmd.mayBlock || cmd.blockOption && blockOptionGiven(args) {
+	if cmd.mayBlock || cmd.blockOption && blockOptionGiven(args) || cmd.randCount && manyRandPicks(args) {
 		return true
 	}
 	if cmd.name == "exec" && c.sess.tx != nil {

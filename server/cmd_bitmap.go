@@ -106,6 +106,9 @@ func cmdSetBit(c *Client, args [][]byte) {
 		sh.DB(c.db).Modify(&e)
 		bitmap.Set(p, off, int(v))
 	}
+	if grown || old != int(v) {
+		c.notify(kseString, "setbit", args[1])
+	}
 	c.int(int64(old))
 }
 
@@ -321,8 +324,10 @@ func cmdBitOp(c *Client, args [][]byte) {
 	sh, h := c.srv.store.ShardOf(dst)
 	if len(res) > 0 {
 		sh.DB(c.db).Put(h, dst, shard.Value{Type: shard.TypeString, Str: res})
+		c.notify(kseString, "set", dst)
 	} else if e, found := sh.Lookup(c.db, h, dst, t); found {
 		sh.DB(c.db).Delete(&e)
+		c.notify(kseGeneric, "del", dst)
 	}
 	c.int(int64(len(res)))
 }
@@ -429,6 +434,7 @@ func bitfieldGeneric(c *Client, args [][]byte, ro bool) {
 		}
 	}
 	modified := grown
+	changes := false
 	c.array(len(ops))
 	for _, op := range ops {
 		if op.kind == 'g' {
@@ -467,6 +473,7 @@ func bitfieldGeneric(c *Client, args [][]byte, ro bool) {
 			continue
 		}
 		c.int(int64(reply))
+		changes = true
 		if nv != old {
 			if !modified {
 				sh.DB(c.db).Modify(&e)
@@ -477,5 +484,8 @@ func bitfieldGeneric(c *Client, args [][]byte, ro bool) {
 	}
 	if grown {
 		storeBits(c, sh, h, args[1], &e, found, p)
+	}
+	if changes {
+		c.notify(kseString, "setbit", args[1])
 	}
 }

@@ -149,7 +149,7 @@ func configParams() map[string]configParam {
 			set: func(s *Server, v string) error {
 				p, err := parsePolicy(v)
 				if err == nil {
-					s.evict.policy.Store(int32(p))
+					s.setPolicy(p)
 				}
 				return err
 			},
@@ -171,9 +171,12 @@ func configParams() map[string]configParam {
 	protectedParams(m)
 	maxClientsParam(m)
 	watchdogParam(m)
+	keySaveDelayParam(m)
 	aofParams(m)
 	scriptingParams(m)
 	unixSocketParams(m)
+	notifyParams(m)
+	lfuParams(m)
 	return m
 }
 

@@ -409,6 +409,7 @@ func geoSearch(c *Client, args [][]byte, src int, flags int) {
 			sh, h := c.srv.store.ShardOf(storeKey)
 			if e, found := sh.Lookup(c.db, h, storeKey, now()); found {
 				sh.DB(c.db).Delete(&e)
+				c.notify(kseGeneric, "del", storeKey)
 			}
 			c.int(0)
 		} else {
@@ -459,7 +460,11 @@ func geoSearch(c *Client, args [][]byte, src int, flags int) {
 				ms[i].Score = p.dist / shape.Conv
 			}
 		}
-		c.storeZMembers(storeKey, ms)
+		ev := "georadiusstore"
+		if flags&geoSearchCmd != 0 {
+			ev = "geosearchstore"
+		}
+		c.storeZMembers(storeKey, ms, ev)
 		c.int(int64(len(pts)))
 		return
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"math"
 	"math/big"
 	"strconv"
@@ -24,7 +25,7 @@ func registerHashes(reg registrar) {
 	reg("hgetall", 2, "readonly", 1, 1, 1, "hash", func(c *Client, a [][]byte) { hgetallGeneric(c, a, true, true) })
 	reg("hincrby", 4, "write|denyoom|fast", 1, 1, 1, "hash", cmdHIncrBy)
 	reg("hincrbyfloat", 4, "write|denyoom|fast", 1, 1, 1, "hash", cmdHIncrByFloat)
-	reg("hrandfield", -2, "readonly", 1, 1, 1, "hash", cmdHRandField)
+	reg("hrandfield", -2, "readonly|x-rand-count", 1, 1, 1, "hash", cmdHRandField)
 	reg("hscan", -3, "readonly", 1, 1, 1, "hash", cmdHScan)
 }
 
@@ -77,6 +78,7 @@ func hsetGeneric(c *Client, args [][]byte, hmset bool) {
 			added++
 		}
 	}
+	c.notify(kseHash, "hset", args[1])
 	if hmset {
 		c.ok()
 	} else {
@@ -97,6 +99,7 @@ func cmdHSetNX(c *Client, args [][]byte) {
 	}
 	_, hs, _ := c.writeHash(sh, h, args[1], true)
 	hs.Set(args[2], args[3], c.lim())
+	c.notify(kseHash, "hset", args[1])
 	c.int(1)
 }
 
@@ -155,8 +158,12 @@ func cmdHDel(c *Client, args [][]byte) {
 			n++
 		}
 	}
+	if n > 0 {
+		c.notify(kseHash, "hdel", args[1])
+	}
 	if hs.Len() == 0 {
 		sh.DB(c.db).Delete(&e)
+		c.notify(kseGeneric, "del", args[1])
 	}
 	c.int(int64(n))
 }
@@ -252,6 +259,7 @@ func cmdHIncrBy(c *Client, args [][]byte) {
 	_, hs, _ := c.writeHash(sh, h, args[1], true)
 	var buf [24]byte
 	hs.Set(args[2], strconv.AppendInt(buf[:0], n, 10), c.lim())
+	c.notify(kseHash, "hincrby", args[1])
 	c.int(n)
 }
 
@@ -289,6 +297,7 @@ func cmdHIncrByFloat(c *Client, args [][]byte) {
 	val := appendLongDouble(nil, n)
 	_, hs, _ := c.writeHash(sh, h, args[1], true)
 	hs.Set(args[2], val, c.lim())
+	c.notify(kseHash, "hincrbyfloat", args[1])
 	c.bulk(val)
 	// Replicas must not redo the float arithmetic.
 	c.rewrite([]byte("HSET"), args[1], args[2], val)
@@ -312,14 +321,33 @@ func cmdHRandField(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	sh, hs, bad := c.readHash(args[1])
+	if pool := c.hRandFieldLocked(args[1], count, withValues); pool != nil {
+		c.replyRepeats(pool, -count, withValues) // shard released: see randrepeat.go
+	}
+}
+
+// hRandFieldLocked answers HRANDFIELD key count under the shard lock, or
+// returns a copy of the hash for replyRepeats when the picks are too many.
+func (c *Client) hRandFieldLocked(key []byte, count int64, withValues bool) *randPool {
+	sh, hs, bad := c.readHash(key)
 	defer c.unlockKey(sh)
 	if bad {
-		return
+		return nil
 	}
 	if hs == nil || count == 0 {
 		c.array(0)
-		return
+		return nil
+	}
+	if copyForRepeats(count, hs.Len()) {
+		p := &randPool{}
+		hs.Iterate(func(f, v []byte) bool {
+			p.members = append(p.members, bytes.Clone(f))
+			if withValues {
+				p.values = append(p.values, bytes.Clone(v))
+			}
+			return true
+		})
+		return p
 	}
 	c.randReplyHeader(count, hs.Len(), withValues)
 	hs.RandomFields(c.rand(), count, func(f, v []byte) {
@@ -331,6 +359,7 @@ func cmdHRandField(c *Client, args [][]byte) {
 			c.bulk(v)
 		}
 	})
+	return nil
 }
 
 func cmdHScan(c *Client, args [][]byte) {

@@ -71,6 +71,7 @@ func cmdPFAdd(c *Client, args [][]byte) {
 		}
 		if updated {
 			hll.Invalidate(p)
+			c.notify(kseString, "pfadd", key)
 		}
 		c.boolInt(updated)
 		return
@@ -95,6 +96,7 @@ func cmdPFAdd(c *Client, args [][]byte) {
 	if updated {
 		hll.Invalidate(p)
 		storeHLL(c, sh, h, key, &e, found, p)
+		c.notify(kseString, "pfadd", key)
 	}
 	c.boolInt(updated)
 }
@@ -196,6 +198,7 @@ func cmdPFMerge(c *Client, args [][]byte) {
 	}
 	hll.Invalidate(p)
 	storeHLL(c, sh, h, dst, &e, found, p)
+	c.notify(kseString, "pfadd", dst)
 	c.ok()
 }
 

@@ -44,6 +44,7 @@ func cmdDel(c *Client, args [][]byte) {
 				c.srv.signalStream(c.db, k) // its XREADGROUP waiters fail
 			}
 			sh.DB(c.db).Delete(&e)
+			c.notify(kseGeneric, "del", k)
 			n++
 		}
 	}
@@ -130,6 +131,8 @@ func renameGeneric(c *Client, args [][]byte, nx bool) {
 		dsh.DB(c.db).Delete(&old)
 	}
 	dsh.DB(c.db).Put(dh, dst, v)
+	c.notify(kseGeneric, "rename_from", src)
+	c.notify(kseGeneric, "rename_to", dst)
 	c.srv.signalIfBlockable(c.db, dst, v.Type)
 	if nx {
 		c.int(1)
@@ -185,12 +188,14 @@ func cmdCopy(c *Client, args [][]byte) {
 		v := valueOf(&e, true)
 		dsh.DB(dstDB).Delete(&old)
 		dsh.DB(dstDB).Put(dh, dst, v)
+		c.srv.notifyDB(dstDB, kseGeneric, "copy_to", dst)
 		c.srv.signalIfBlockable(dstDB, dst, v.Type)
 		c.int(1)
 		return
 	}
 	v := valueOf(&e, true)
 	dsh.DB(dstDB).Put(dh, dst, v)
+	c.srv.notifyDB(dstDB, kseGeneric, "copy_to", dst)
 	c.srv.signalIfBlockable(dstDB, dst, v.Type)
 	c.int(1)
 }
@@ -223,6 +228,8 @@ func cmdMove(c *Client, args [][]byte) {
 	v := valueOf(&e, false)
 	sh.DB(c.db).Forget(&e)
 	sh.DB(int(n)).Put(h, args[1], v)
+	c.notify(kseGeneric, "move_from", args[1])
+	c.srv.notifyDB(int(n), kseGeneric, "move_to", args[1])
 	c.srv.signalIfBlockable(int(n), args[1], v.Type)
 	c.int(1)
 }
@@ -262,27 +269,61 @@ func cmdKeys(c *Client, args [][]byte) {
 	var keys [][]byte
 	t := now()
 	for _, sh := range c.srv.store.Shards() {
-		c.lockShard(sh)
-		if d := sh.PeekDB(c.db); d != nil {
-			for cur := d.Scan(0, func(e *shard.Entry) {
-				if !e.Expired(t) && (all || globMatch(pattern, e.Key(), false)) {
-					keys = append(keys, append([]byte(nil), e.Key()...))
+		var seen map[string]struct{} // set once the walk let go of the shard
+		chunks := 0
+		for cur := uint64(0); ; {
+			c.lockShard(sh)
+			d := sh.PeekDB(c.db)
+			if d == nil {
+				c.unlockShard(sh)
+				break
+			}
+			chunks++
+			if chunks == 2 {
+				// Writers may have split buckets since: the walk can meet
+				// a key twice from here on.
+				seen = make(map[string]struct{}, len(keys))
+				for _, k := range keys {
+					seen[string(k)] = struct{}{}
 				}
-			}); cur != 0; {
+			}
+			for steps := 0; steps < keysChunkSteps; steps++ {
 				cur = d.Scan(cur, func(e *shard.Entry) {
-					if !e.Expired(t) && (all || globMatch(pattern, e.Key(), false)) {
-						keys = append(keys, append([]byte(nil), e.Key()...))
+					if e.Expired(t) || !all && !globMatch(pattern, e.Key(), false) {
+						return
 					}
+					if seen != nil {
+						if _, dup := seen[string(e.Key())]; dup {
+							return
+						}
+						seen[string(e.Key())] = struct{}{}
+					}
+					keys = append(keys, append([]byte(nil), e.Key()...))
 				})
+				if cur == 0 {
+					break
+				}
+			}
+			c.unlockShard(sh)
+			if cur == 0 {
+				break
 			}
 		}
-		c.unlockShard(sh)
 	}
 	c.array(len(keys))
 	for _, k := range keys {
 		c.bulk(k)
 	}
 }
+
+// keysChunkSteps is how many bucket groups KEYS and SCAN walk per hold of a
+// shard's lock. Both let go of the shard between chunks, so a KEYS over
+// millions of keys or a SCAN with COUNT 10000000 delays the shard's writers
+// by one chunk at most (well under a millisecond), not by the whole pass as
+// in Redis. KEYS is then not a point-in-time view: a key present for the
+// whole walk is listed once; one written or deleted during it may or may
+// not be (Dragonfly's KEYS behaves the same way).
+const keysChunkSteps = 256
 
 // SCAN cursors carry the shard in their low 8 bits and the shard's table
 // cursor above them.
@@ -347,7 +388,19 @@ func (c *Client) scanKeys(cursor uint64, count int64, pattern []byte, typ string
 		if d == nil {
 			tc = 0
 		} else {
-			for visited < count {
+			for steps := 0; visited < count; steps++ {
+				if steps == keysChunkSteps {
+					// A huge COUNT: let writers in between chunks.
+					c.deleteExpiredMet(sh, expired, t)
+					expired = expired[:0]
+					c.unlockShard(sh)
+					c.lockShard(sh)
+					if d = sh.PeekDB(c.db); d == nil {
+						tc = 0
+						break
+					}
+					steps = 0
+				}
 				tc = d.Scan(tc, func(e *shard.Entry) {
 					visited++
 					if e.Expired(t) {
@@ -366,12 +419,7 @@ func (c *Client) scanKeys(cursor uint64, count int64, pattern []byte, typ string
 					break
 				}
 			}
-			// Like Redis's SCAN, delete the expired keys met (after the
-			// walk, so the table does not change under it).
-			for _, k := range expired {
-				_, h := c.srv.store.ShardOf(k)
-				sh.LookupNoTouch(c.db, h, k, t)
-			}
+			c.deleteExpiredMet(sh, expired, t)
 			expired = expired[:0]
 		}
 		c.unlockShard(sh)
@@ -383,6 +431,15 @@ func (c *Client) scanKeys(cursor uint64, count int64, pattern []byte, typ string
 		return keys, 0
 	}
 	return keys, tc<<scanShardBits | uint64(si)
+}
+
+// deleteExpiredMet deletes, as Redis's SCAN does, the expired keys a walk
+// met (after the walk, so the table does not change under it).
+func (c *Client) deleteExpiredMet(sh *shard.Shard, expired [][]byte, t int64) {
+	for _, k := range expired {
+		_, h := c.srv.store.ShardOf(k)
+		sh.LookupNoTouch(c.db, h, k, t)
+	}
 }
 
 // expireGeneric implements EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT.
@@ -456,6 +513,7 @@ func expireGeneric(c *Client, args [][]byte, unit int64, absolute bool) {
 		// as DEL).
 		c.rewrite([]byte("DEL"), args[1])
 		sh.DB(c.db).Delete(&e)
+		c.notify(kseGeneric, "del", args[1])
 		c.int(1)
 		return
 	}
@@ -463,6 +521,7 @@ func expireGeneric(c *Client, args [][]byte, unit int64, absolute bool) {
 	// they apply it.
 	c.rewrite(append([][]byte{[]byte("PEXPIREAT"), args[1], strconv.AppendInt(nil, at, 10)}, args[3:]...)...)
 	sh.DB(c.db).SetExpireAt(&e, at)
+	c.notify(kseGeneric, "expire", args[1])
 	c.int(1)
 }
 
@@ -508,5 +567,6 @@ func cmdPersist(c *Client, args [][]byte) {
 		return
 	}
 	sh.DB(c.db).SetExpireAt(&e, 0)
+	c.notify(kseGeneric, "persist", args[1])
 	c.int(1)
 }

@@ -60,6 +60,7 @@ func pushGeneric(c *Client, args [][]byte, left, onlyExisting bool) {
 		sh.DB(c.db).Modify(&e)
 		n = pushTo(e.Obj().(*types.List), left, c.lim(), args[2:])
 	}
+	c.notify(kseList, pushEvent(left), key)
 	c.int(int64(n))
 }
 
@@ -73,6 +74,38 @@ func pushTo(l *types.List, left bool, lim *types.Limits, vs [][]byte) int {
 // popFrom pops up to n elements of the list in e (locked), deleting the key
 // when it empties; a key left with elements wakes the next blocked client.
 func (c *Client) popFrom(e *shard.Entry, sh *shard.Shard, key []byte, left bool, n int) [][]byte {
+	l := e.Obj().(*types.List)
+	out := c.popFromQuiet(e, sh, key, left, n)
+	c.notifyPopped(key, left, l.Len() == 0)
+	return out
+}
+
+// pushEvent and popEvent are the keyspace events of list pushes and pops.
+func pushEvent(left bool) string {
+	if left {
+		return "lpush"
+	}
+	return "rpush"
+}
+
+func popEvent(left bool) string {
+	if left {
+		return "lpop"
+	}
+	return "rpop"
+}
+
+// notifyPopped raises a pop's events (and "del" when the list emptied).
+func (c *Client) notifyPopped(key []byte, left, emptied bool) {
+	c.notify(kseList, popEvent(left), key)
+	if emptied {
+		c.notify(kseGeneric, "del", key)
+	}
+}
+
+// popFromQuiet is popFrom without the keyspace events (LMOVE raises them
+// after the push, in Redis's order).
+func (c *Client) popFromQuiet(e *shard.Entry, sh *shard.Shard, key []byte, left bool, n int) [][]byte {
 	l := e.Obj().(*types.List)
 	sh.DB(c.db).Modify(e)
 	var out [][]byte
@@ -202,6 +235,7 @@ func cmdLSet(c *Client, args [][]byte) {
 	}
 	sh.DB(c.db).Modify(&e)
 	l.Set(i, args[3], c.lim())
+	c.notify(kseList, "lset", args[1])
 	c.ok()
 }
 
@@ -233,7 +267,9 @@ func cmdLInsert(c *Client, args [][]byte) {
 		return
 	}
 	sh.DB(c.db).Modify(&e)
-	c.int(int64(l.Insert(args[3], args[4], before, c.lim())))
+	n := l.Insert(args[3], args[4], before, c.lim())
+	c.notify(kseList, "linsert", args[1])
+	c.int(int64(n))
 }
 
 func cmdLRem(c *Client, args [][]byte) {
@@ -259,8 +295,12 @@ func cmdLRem(c *Client, args [][]byte) {
 	}
 	sh.DB(c.db).Modify(&e)
 	removed := l.Remove(n, args[3], c.lim())
+	if removed > 0 {
+		c.notify(kseList, "lrem", args[1])
+	}
 	if l.Len() == 0 {
 		sh.DB(c.db).Delete(&e)
+		c.notify(kseGeneric, "del", args[1])
 	}
 	c.int(int64(removed))
 }
@@ -285,8 +325,10 @@ func cmdLTrim(c *Client, args [][]byte) {
 	l := e.Obj().(*types.List)
 	sh.DB(c.db).Modify(&e)
 	l.Trim(start, stop, c.lim())
+	c.notify(kseList, "ltrim", args[1])
 	if l.Len() == 0 {
 		sh.DB(c.db).Delete(&e)
+		c.notify(kseGeneric, "del", args[1])
 	}
 	c.ok()
 }
@@ -430,7 +472,8 @@ func (c *Client) lmoveLocked(src, dst []byte, from, to, first bool) bool {
 		}
 		return true
 	}
-	v := c.popFrom(&e, ssh, src, from, 1)[0]
+	srcList := e.Obj().(*types.List)
+	v := c.popFromQuiet(&e, ssh, src, from, 1)[0]
 	if string(src) == string(dst) {
 		// The entry may be gone (a one-element list rotates onto itself).
 		de, dfound, _ = c.peekType(dst, shard.TypeList)
@@ -443,6 +486,8 @@ func (c *Client) lmoveLocked(src, dst []byte, from, to, first bool) bool {
 		pushTo(l, to, c.lim(), [][]byte{v})
 		c.putColl(dsh, dh, dst, shard.TypeList, l)
 	}
+	c.notify(kseList, pushEvent(to), dst)
+	c.notifyPopped(src, from, srcList.Len() == 0 && string(src) != string(dst))
 	c.bulk(v)
 	return true
 }

@@ -131,7 +131,7 @@ func (s *Server) endSave() {
 }
 
 // saveRDB writes the dump: temp file, fsync, rename, fsync of the directory.
-func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Progress, pace int) error {
+func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Progress, pace int, cut *cutInCommand) error {
 	dir, path := s.dumpPath()
 	s.persist.mu.Lock()
 	tmp := filepath.Join(dir, fmt.Sprintf("temp-%d-%d.rdb", os.Getpid(), s.persist.seq))
@@ -140,18 +140,22 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 	var dirtyAtCut int64
 	stats, err := func() (snapshot.Stats, error) {
 		if s.persist.format.native {
-			return s.saveNative(ctx, path, prog, pace, func() { dirtyAtCut = s.dirty.Load() })
+			return s.saveNative(ctx, path, prog, pace, func() { dirtyAtCut = s.dirty.Load() }, cut)
 		}
 		f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 		if err != nil {
 			return snapshot.Stats{}, err
 		}
 		st, err := snapshot.Write(ctx, s.store, f, snapshot.Options{
-			OnCut:    func() { dirtyAtCut = s.dirty.Load() },
-			Progress: prog,
-			Compress: s.cfg.rdbCompression.Load(),
-			Pace:     pace,
-			Busy:     s.snapshotBusy(),
+			MaxExtraMemory: s.persist.format.maxExtra,
+			OnCut:          func() { dirtyAtCut = s.dirty.Load() },
+			Progress:       prog,
+			Compress:       s.cfg.rdbCompression.Load(),
+			Pace:           pace,
+			Busy:           s.snapshotBusy(),
+			KeyDelay:       s.keySaveDelay,
+			RunCut:         cut.runner(),
+			SlotHeld:       cut != nil,
 			// FUNCTION libraries, as Redis stores them (function.go).
 			Functions: s.functionCodes,
 		})
@@ -180,7 +184,8 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 	s.persist.lastErr.Store(false)
 	s.persist.saves.Add(1)
 	s.log.Info("DB saved on disk", "reason", reason, "file", path, "keys", stats.Keys, "bytes", stats.Bytes,
-		"seconds", round3(stats.Duration.Seconds()), "MB/s", mbps(stats.Bytes, stats.Duration))
+		"seconds", round3(stats.Duration.Seconds()), "MB/s", mbps(stats.Bytes, stats.Duration),
+		"in_flight_peak_MiB", round3(float64(stats.InFlightPeak)/(1<<20)))
 	return nil
 }
 
@@ -210,7 +215,7 @@ func (s *Server) Save(reason string) error {
 		return err
 	}
 	defer s.endSave()
-	return s.saveRDB(ctx, reason, prog, 0)
+	return s.saveRDB(ctx, reason, prog, 0, nil)
 }
 
 // backgroundPace limits a background save (and a full sync) to about a
@@ -228,7 +233,7 @@ func (s *Server) startBgsave(reason string) error {
 	go func() {
 		defer s.wg.Done()
 		defer s.endSave()
-		_ = s.saveRDB(ctx, reason, prog, backgroundPace)
+		_ = s.saveRDB(ctx, reason, prog, backgroundPace, nil)
 	}()
 	return nil
 }
@@ -270,7 +275,7 @@ func cmdBgsave(c *Client, args [][]byte) {
 			return
 		}
 	}
-	if err := c.srv.startBgsave("BGSAVE command"); err != nil {
+	if err := c.startBgsaveHere("BGSAVE command"); err != nil {
 		if schedule {
 			c.srv.persist.mu.Lock()
 			c.srv.persist.scheduled = true
@@ -356,8 +361,10 @@ func (s *Server) loadFrom(f *os.File, path string) error {
 		return fmt.Errorf("%s: loading the FUNCTION libraries: %w", path, err)
 	}
 	s.persist.loadedKeys.Store(stats.Keys)
+	s.logLoadWarnings(stats.Warnings)
 	s.log.Info("DB loaded from disk", "file", path, "keys", stats.Keys, "bytes", stats.Bytes,
-		"seconds", round3(stats.Duration.Seconds()), "MB/s", mbps(stats.Bytes, stats.Duration))
+		"seconds", round3(stats.Duration.Seconds()), "MB/s", mbps(stats.Bytes, stats.Duration),
+		"in_flight_peak_MiB", round3(float64(stats.InFlightPeak)/(1<<20)))
 	return nil
 }
 

@@ -216,9 +216,17 @@ func cmdObject(c *Client, args [][]byte) {
 	case "refcount":
 		c.int(objectRefcount(c.srv, &e))
 	case "idletime":
+		if c.srv.lfuOn() {
+			c.err("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+			return
+		}
 		c.int(shard.IdleSeconds(e.Atime(), sh.Clock()))
 	case "freq":
-		c.err("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+		if !c.srv.lfuOn() {
+			c.err("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+			return
+		}
+		c.int(int64(c.srv.store.LFUCounter(e.Atime(), t)))
 	default:
 		c.err("ERR unknown subcommand '" + sanitize(args[1], 128) + "'. Try OBJECT HELP.")
 	}

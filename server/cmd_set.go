@@ -16,7 +16,7 @@ func registerSets(reg registrar) {
 	reg("smismember", -3, "readonly|fast", 1, 1, 1, "set", cmdSMIsMember)
 	reg("smembers", 2, "readonly", 1, 1, 1, "set", cmdSMembers)
 	reg("spop", -2, "write|random|fast", 1, 1, 1, "set", cmdSPop)
-	reg("srandmember", -2, "readonly|random", 1, 1, 1, "set", cmdSRandMember)
+	reg("srandmember", -2, "readonly|random|x-rand-count", 1, 1, 1, "set", cmdSRandMember)
 	reg("smove", 4, "write|fast", 1, 2, 1, "set", cmdSMove)
 	reg("sinter", -2, "readonly", 1, -1, 1, "set", func(c *Client, a [][]byte) { setOpGeneric(c, a[1:], nil, setOpInter) })
 	reg("sinterstore", -3, "write|denyoom", 1, -1, 1, "set", func(c *Client, a [][]byte) { setOpGeneric(c, a[2:], a[1], setOpInter) })
@@ -63,6 +63,9 @@ func cmdSAdd(c *Client, args [][]byte) {
 	if !found {
 		c.putColl(sh, h, args[1], shard.TypeSet, s)
 	}
+	if n > 0 {
+		c.notify(kseSet, "sadd", args[1])
+	}
 	c.int(int64(n))
 }
 
@@ -91,8 +94,12 @@ func cmdSRem(c *Client, args [][]byte) {
 			}
 		}
 	}
+	if n > 0 {
+		c.notify(kseSet, "srem", args[1])
+	}
 	if s.Len() == 0 {
 		sh.DB(c.db).Delete(&e)
+		c.notify(kseGeneric, "del", args[1])
 	}
 	c.int(int64(n))
 }
@@ -167,8 +174,10 @@ func cmdSPop(c *Client, args [][]byte) {
 	s := e.Obj().(*types.Set)
 	sh.DB(c.db).Modify(&e)
 	ms := s.Pop(c.rand(), count)
+	c.notify(kseSet, "spop", args[1])
 	if s.Len() == 0 {
 		sh.DB(c.db).Delete(&e)
+		c.notify(kseGeneric, "del", args[1])
 	}
 	if hasCount {
 		c.setHeader(len(ms))
@@ -207,14 +216,25 @@ func cmdSRandMember(c *Client, args [][]byte) {
 		c.err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
 		return
 	}
-	sh, s, bad := c.readSet(args[1])
+	if pool := c.sRandMemberLocked(args[1], count); pool != nil {
+		c.replyRepeats(pool, -count, false) // shard released: see randrepeat.go
+	}
+}
+
+// sRandMemberLocked answers SRANDMEMBER key count under the shard lock, or
+// returns a copy of the set for replyRepeats when the picks are too many.
+func (c *Client) sRandMemberLocked(key []byte, count int64) *randPool {
+	sh, s, bad := c.readSet(key)
 	defer c.unlockKey(sh)
 	if bad {
-		return
+		return nil
 	}
 	if s == nil || count == 0 {
 		c.array(0)
-		return
+		return nil
+	}
+	if copyForRepeats(count, s.Len()) {
+		return &randPool{members: s.Members()}
 	}
 	n := count
 	if n < 0 {
@@ -224,6 +244,7 @@ func cmdSRandMember(c *Client, args [][]byte) {
 	}
 	c.array(int(n))
 	s.RandomMembers(c.rand(), count, func(m []byte) { c.bulk(m) })
+	return nil
 }
 
 func cmdSMove(c *Client, args [][]byte) {
@@ -258,19 +279,25 @@ func cmdSMove(c *Client, args [][]byte) {
 	}
 	ssh.DB(c.db).Modify(&se)
 	ss.Remove(m)
+	c.notify(kseSet, "srem", src)
 	if ss.Len() == 0 {
 		ssh.DB(c.db).Delete(&se)
+		c.notify(kseGeneric, "del", src)
 	}
 	lim := c.lim()
+	added := true
 	if dfound {
 		// The source entry may have moved (a delete on the same shard).
 		de, _, _ = c.peekType(dst, shard.TypeSet)
 		dsh.DB(c.db).Modify(&de)
-		de.Obj().(*types.Set).Add(m, lim)
+		added = de.Obj().(*types.Set).Add(m, lim)
 	} else {
 		ds := types.NewSetSized(m, 1, lim)
 		ds.Add(m, lim)
 		c.putColl(dsh, dh, dst, shard.TypeSet, ds)
+	}
+	if added {
+		c.notify(kseSet, "sadd", dst)
 	}
 	c.int(1)
 }
@@ -331,7 +358,7 @@ func setOpGeneric(c *Client, keys [][]byte, dst []byte, op int) {
 		res = types.SetDiff(sets, lim)
 	}
 	if dst != nil {
-		c.storeColl(dst, shard.TypeSet, res, res.Len())
+		c.storeColl(dst, shard.TypeSet, res, res.Len(), kseSet, [...]string{setOpInter: "sinterstore", setOpUnion: "sunionstore", setOpDiff: "sdiffstore"}[op])
 		c.int(int64(res.Len()))
 		return
 	}

@@ -339,6 +339,6 @@ func sortGeneric(c *Client, args [][]byte, readonly bool) {
 	if len(vals) > 0 {
 		l.PushBack(c.lim(), vals...)
 	}
-	c.storeColl(storeKey, shard.TypeList, l, l.Len())
+	c.storeColl(storeKey, shard.TypeList, l, l.Len(), kseList, "sortstore")
 	c.int(outLen)
 }

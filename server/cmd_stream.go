@@ -426,6 +426,7 @@ func cmdXAdd(c *Client, args [][]byte) {
 		return
 	}
 	c.streamID(id)
+	c.notify(kseStream, "xadd", key)
 	// The replicated form: the concrete ID, exact trimming. Built in the
 	// client's reusable buffers (the journal copies what it keeps).
 	rw := args
@@ -437,7 +438,9 @@ func cmdXAdd(c *Client, args [][]byte) {
 		}
 	}
 	if a.trim.Enabled {
-		s.Trim(a.trim)
+		if s.Trim(a.trim) > 0 {
+			c.notify(kseStream, "xtrim", key)
+		}
 		if a.trim.Approx {
 			cp()
 			trimRewrite(rw, &a, s)
@@ -472,6 +475,9 @@ func cmdXTrim(c *Client, args [][]byte) {
 	}
 	c.modifyStream(sh, &e)
 	n := s.Trim(a.trim)
+	if n > 0 {
+		c.notify(kseStream, "xtrim", args[1])
+	}
 	switch {
 	case n == 0:
 		c.rewrite() // nothing changed: nothing to replicate
@@ -569,6 +575,9 @@ func cmdXDel(c *Client, args [][]byte) {
 			n++
 		}
 	}
+	if n > 0 {
+		c.notify(kseStream, "xdel", args[1])
+	}
 	c.int(int64(n))
 }
 
@@ -642,5 +651,6 @@ func cmdXSetID(c *Client, args [][]byte) {
 		md = maxDel
 	}
 	s.SetLastID(id, added, md)
+	c.notify(kseStream, "xsetid", args[1])
 	c.ok()
 }

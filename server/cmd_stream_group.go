@@ -136,6 +136,7 @@ func cmdXGroup(c *Client, args [][]byte) {
 			c.err("BUSYGROUP Consumer Group name already exists")
 			return
 		}
+		c.notify(kseStream, "xgroup-create", key)
 		c.ok()
 	case sub == "setid" && (len(args) == 5 || len(args) == 7):
 		var id types.StreamID
@@ -147,6 +148,7 @@ func cmdXGroup(c *Client, args [][]byte) {
 		}
 		sh.DB(c.db).ModifyUnwatched(&e)
 		g.LastID, g.EntriesRead = id, entriesRead
+		c.notify(kseStream, "xgroup-setid", key)
 		c.ok()
 	case sub == "destroy":
 		if g == nil {
@@ -155,6 +157,7 @@ func cmdXGroup(c *Client, args [][]byte) {
 		}
 		sh.DB(c.db).ModifyUnwatched(&e)
 		s.DeleteGroup(gname)
+		c.notify(kseStream, "xgroup-destroy", key)
 		c.int(1)
 		c.srv.signalStream(c.db, key) // blocked XREADGROUPs get NOGROUP
 	case sub == "createconsumer":
@@ -165,6 +168,7 @@ func cmdXGroup(c *Client, args [][]byte) {
 		sh.DB(c.db).ModifyUnwatched(&e)
 		t := now()
 		g.CreateConsumer(args[4], t, t)
+		c.notify(kseStream, "xgroup-createconsumer", key)
 		c.int(1)
 	case sub == "delconsumer":
 		if g.Consumer(args[4]) == nil {
@@ -173,6 +177,7 @@ func cmdXGroup(c *Client, args [][]byte) {
 		}
 		sh.DB(c.db).ModifyUnwatched(&e)
 		n, _ := g.DeleteConsumer(args[4])
+		c.notify(kseStream, "xgroup-delconsumer", key)
 		c.int(int64(n))
 	default:
 		c.subcommandSyntaxError(args)
@@ -474,6 +479,7 @@ func cmdXClaim(c *Client, args [][]byte) {
 		if sc == nil {
 			if sc = g.Consumer(args[3]); sc == nil {
 				sc, _ = g.CreateConsumer(args[3], t, t)
+				c.notify(kseStream, "xgroup-createconsumer", args[1])
 			} else {
 				sc.SeenTime = t
 			}
@@ -589,6 +595,7 @@ func cmdXAutoClaim(c *Client, args [][]byte) {
 		if sc == nil {
 			if sc = g.Consumer(args[3]); sc == nil {
 				sc, _ = g.CreateConsumer(args[3], t, t)
+				c.notify(kseStream, "xgroup-createconsumer", args[1])
 			} else {
 				sc.SeenTime = t
 			}

@@ -283,6 +283,7 @@ func (c *Client) serveStream(sh *shard.Shard, e *shard.Entry, s *types.Stream, k
 	sc := g.Consumer(a.consumer)
 	if sc == nil {
 		sc, _ = g.CreateConsumer(a.consumer, t, t)
+		c.notify(kseStream, "xgroup-createconsumer", key)
 		if a.noack {
 			*props = append(*props, [][]byte{[]byte("XGROUP"), []byte("CREATECONSUMER"), key, a.group, a.consumer})
 		}

@@ -169,6 +169,10 @@ func setGeneric(c *Client, key, val []byte, flags int, expireAt int64) {
 	} else {
 		sh.DB(c.db).Put(h, key, v)
 	}
+	c.notify(kseString, "set", key)
+	if flags&setKeepTTL == 0 && expireAt != 0 {
+		c.notify(kseGeneric, "expire", key)
+	}
 	if flags&setGet == 0 {
 		c.ok()
 	}
@@ -182,6 +186,7 @@ func cmdSetNX(c *Client, args [][]byte) {
 		return
 	}
 	sh.DB(c.db).Put(h, args[1], shard.Value{Type: shard.TypeString, Str: args[2]})
+	c.notify(kseString, "set", args[1])
 	c.int(1)
 }
 
@@ -215,6 +220,7 @@ func cmdGetDel(c *Client, args [][]byte) {
 	}
 	c.bulk(e.Str())
 	sh.DB(c.db).Delete(&e)
+	c.notify(kseGeneric, "del", args[1])
 }
 
 func cmdGetEx(c *Client, args [][]byte) {
@@ -265,12 +271,15 @@ func cmdGetEx(c *Client, args [][]byte) {
 	case persist && e.ExpireAt() != 0:
 		c.rewrite([]byte("PERSIST"), args[1])
 		sh.DB(c.db).SetExpireAt(&e, 0)
+		c.notify(kseGeneric, "persist", args[1])
 	case expireAt != 0 && expireAt <= now():
 		c.rewrite([]byte("DEL"), args[1])
 		sh.DB(c.db).Delete(&e)
+		c.notify(kseGeneric, "del", args[1])
 	case expireAt != 0:
 		c.rewrite([]byte("PEXPIREAT"), args[1], strconv.AppendInt(nil, expireAt, 10))
 		sh.DB(c.db).SetExpireAt(&e, expireAt)
+		c.notify(kseGeneric, "expire", args[1])
 	}
 }
 
@@ -327,6 +336,7 @@ func msetGeneric(c *Client, args [][]byte, nx bool) {
 	for i := 1; i < len(args); i += 2 {
 		sh, h := c.srv.store.ShardOf(args[i])
 		sh.DB(c.db).Put(h, args[i], shard.Value{Type: shard.TypeString, Str: args[i+1]})
+		c.notify(kseString, "set", args[i])
 	}
 	if nx {
 		c.int(1)
@@ -343,6 +353,7 @@ func cmdAppend(c *Client, args [][]byte) {
 	e, ok := sh.Lookup(c.db, h, args[1], now())
 	if !ok {
 		sh.DB(c.db).Put(h, args[1], shard.Value{Type: shard.TypeString, Str: args[2]})
+		c.notify(kseString, "append", args[1])
 		c.int(int64(len(args[2])))
 		return
 	}
@@ -358,12 +369,14 @@ func cmdAppend(c *Client, args [][]byte) {
 		// A big string grows in place (amortised, like Redis's sds).
 		p := g.Str()
 		copy(p[len(p)-len(args[2]):], args[2])
+		c.notify(kseString, "append", args[1])
 		c.int(int64(len(p)))
 		return
 	}
 	val := make([]byte, 0, len(e.Str())+len(args[2]))
 	val = append(append(val, e.Str()...), args[2]...)
 	sh.DB(c.db).Put(h, args[1], shard.Value{Type: shard.TypeString, Str: val, ExpireAt: e.ExpireAt()})
+	c.notify(kseString, "append", args[1])
 	c.int(int64(len(val)))
 }
 
@@ -464,12 +477,14 @@ func cmdSetRange(c *Client, args [][]byte) {
 	if found {
 		if g, ok := sh.DB(c.db).GrowString(&e, int(size)); ok {
 			copy(g.Str()[off:], val)
+			c.notify(kseString, "setrange", args[1])
 			c.int(size)
 			return
 		}
 		if size == int64(len(cur)) {
 			sh.DB(c.db).Modify(&e)
 			copy(cur[off:], val)
+			c.notify(kseString, "setrange", args[1])
 			c.int(size)
 			return
 		}
@@ -478,6 +493,7 @@ func cmdSetRange(c *Client, args [][]byte) {
 	copy(buf, cur)
 	copy(buf[off:], val)
 	sh.DB(c.db).Put(h, args[1], shard.Value{Type: shard.TypeString, Str: buf, ExpireAt: expireAt})
+	c.notify(kseString, "setrange", args[1])
 	c.int(size)
 }
 
@@ -531,6 +547,7 @@ func incrBy(c *Client, key []byte, by int64) {
 	} else {
 		sh.DB(c.db).Put(h, key, v)
 	}
+	c.notify(kseString, "incrby", key)
 	c.int(cur)
 }
 
@@ -593,5 +610,6 @@ func cmdIncrByFloat(c *Client, args [][]byte) {
 	// cannot make them diverge.
 	c.rewrite([]byte("SET"), args[1], append([]byte(nil), val...), []byte("KEEPTTL"))
 	sh.DB(c.db).Put(h, args[1], shard.Value{Type: shard.TypeString, Str: val, ExpireAt: expireAt})
+	c.notify(kseString, "incrbyfloat", args[1])
 	c.bulk(val)
 }

@@ -37,7 +37,7 @@ func registerZSets(reg registrar) {
 	reg("bzpopmin", -3, "write|blocking|fast", 1, -2, 1, "sorted_set", func(c *Client, a [][]byte) { bzpopGeneric(c, a, true) })
 	reg("bzpopmax", -3, "write|blocking|fast", 1, -2, 1, "sorted_set", func(c *Client, a [][]byte) { bzpopGeneric(c, a, false) })
 	reg("bzmpop", -5, "write|blocking", 0, 0, 0, "sorted_set", cmdBZMPop)
-	reg("zrandmember", -2, "readonly|random", 1, 1, 1, "sorted_set", cmdZRandMember)
+	reg("zrandmember", -2, "readonly|random|x-rand-count", 1, 1, 1, "sorted_set", cmdZRandMember)
 	reg("zunion", -3, "readonly", 0, 0, 0, "sorted_set", func(c *Client, a [][]byte) { zsetOpGeneric(c, a, 1, nil, zopUnion, false) })
 	reg("zinter", -3, "readonly", 0, 0, 0, "sorted_set", func(c *Client, a [][]byte) { zsetOpGeneric(c, a, 1, nil, zopInter, false) })
 	reg("zdiff", -3, "readonly", 0, 0, 0, "sorted_set", func(c *Client, a [][]byte) { zsetOpGeneric(c, a, 1, nil, zopDiff, false) })
@@ -177,6 +177,13 @@ func zaddGeneric(c *Client, key []byte, pairs [][]byte, flags types.ZAddFlags, c
 	if !found && z.Len() > 0 {
 		c.putColl(sh, h, key, shard.TypeZSet, z)
 	}
+	if added+updated > 0 {
+		ev := "zadd"
+		if incr {
+			ev = "zincr"
+		}
+		c.notify(kseZSet, ev, key)
+	}
 	if incr {
 		if processed > 0 {
 			c.double(score)
@@ -237,8 +244,12 @@ func cmdZRem(c *Client, args [][]byte) {
 			n++
 		}
 	}
+	if n > 0 {
+		c.notify(kseZSet, "zrem", args[1])
+	}
 	if z.Len() == 0 {
 		sh.DB(c.db).Delete(&e)
+		c.notify(kseGeneric, "del", args[1])
 	}
 	c.int(int64(n))
 }
@@ -454,7 +465,7 @@ func zrangeGeneric(c *Client, args [][]byte, keyIdx int, dst []byte, kind int, r
 		if found {
 			res = r.collect(e.Obj().(*types.ZSet))
 		}
-		c.storeZMembers(dst, res)
+		c.storeZMembers(dst, res, "zrangestore")
 		c.int(int64(len(res)))
 		return
 	}
@@ -496,7 +507,7 @@ func (c *Client) replyZMembers(ms []types.ZMember, withScores bool) {
 
 // storeZMembers replaces dst (locked) with a sorted set of ms; an empty
 // result deletes dst.
-func (c *Client) storeZMembers(dst []byte, ms []types.ZMember) {
+func (c *Client) storeZMembers(dst []byte, ms []types.ZMember, event string) {
 	maxLen := 0
 	for _, m := range ms {
 		maxLen = max(maxLen, len(m.Member))
@@ -506,7 +517,7 @@ func (c *Client) storeZMembers(dst []byte, ms []types.ZMember) {
 	for _, m := range ms {
 		z.Add(m.Member, m.Score, 0, lim)
 	}
-	c.storeColl(dst, shard.TypeZSet, z, z.Len())
+	c.storeColl(dst, shard.TypeZSet, z, z.Len(), kseZSet, event)
 }
 
 func zremrangeGeneric(c *Client, args [][]byte, kind int) {
@@ -573,8 +584,12 @@ func zremrangeGeneric(c *Client, args [][]byte, kind int) {
 	case zrLex:
 		n = z.RemoveRangeByLex(lmin, lmax)
 	}
+	if n > 0 {
+		c.notify(kseZSet, [...]string{zrRank: "zremrangebyrank", zrScore: "zremrangebyscore", zrLex: "zremrangebylex"}[kind], args[1])
+	}
 	if z.Len() == 0 {
 		sh.DB(c.db).Delete(&e)
+		c.notify(kseGeneric, "del", args[1])
 	}
 	c.int(int64(n))
 }
@@ -591,8 +606,16 @@ func (c *Client) zpopFrom(e *shard.Entry, sh *shard.Shard, key []byte, minFirst 
 	} else {
 		out = z.PopMax(n)
 	}
+	if len(out) > 0 {
+		ev := "zpopmax"
+		if minFirst {
+			ev = "zpopmin"
+		}
+		c.notify(kseZSet, ev, key)
+	}
 	if z.Len() == 0 {
 		sh.DB(c.db).Delete(e)
+		c.notify(kseGeneric, "del", key)
 	} else {
 		c.srv.signalReady(c.db, key)
 	}
@@ -742,14 +765,32 @@ func cmdZRandMember(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	sh, z, bad := c.readZSet(args[1])
+	if pool := c.zRandMemberLocked(args[1], count, withScores); pool != nil {
+		c.replyRepeats(pool, -count, withScores) // shard released: see randrepeat.go
+	}
+}
+
+// zRandMemberLocked answers ZRANDMEMBER key count under the shard lock, or
+// returns a copy of the sorted set for replyRepeats when the picks are too
+// many.
+func (c *Client) zRandMemberLocked(key []byte, count int64, withScores bool) *randPool {
+	sh, z, bad := c.readZSet(key)
 	defer c.unlockKey(sh)
 	if bad {
-		return
+		return nil
 	}
 	if z == nil || count == 0 {
 		c.array(0)
-		return
+		return nil
+	}
+	if copyForRepeats(count, z.Len()) {
+		p := &randPool{}
+		z.Iterate(func(m []byte, s float64) bool {
+			p.members = append(p.members, bytes.Clone(m))
+			p.scores = append(p.scores, s)
+			return true
+		})
+		return p
 	}
 	c.randReplyHeader(count, z.Len(), withScores)
 	z.RandomMembers(c.rand(), count, func(m []byte, s float64) {
@@ -761,6 +802,7 @@ func cmdZRandMember(c *Client, args [][]byte) {
 			c.double(s)
 		}
 	})
+	return nil
 }
 
 // Operations of ZUNION, ZINTER and ZDIFF.
@@ -1005,7 +1047,7 @@ func zsetOpGeneric(c *Client, args [][]byte, numIdx int, dst []byte, op int, car
 		return bytes.Compare(a.Member, b.Member)
 	})
 	if dst != nil {
-		c.storeZMembers(dst, res)
+		c.storeZMembers(dst, res, [...]string{zopUnion: "zunionstore", zopInter: "zinterstore", zopDiff: "zdiffstore"}[op])
 		c.int(int64(len(res)))
 		return
 	}

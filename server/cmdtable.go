@@ -98,6 +98,7 @@ const (
 	xAllShards   = "x-all-shards"
 	xOwnLocks    = "x-own-locks"
 	xPubSubCtx   = "x-pubsub-context"
+	xRandCount   = "x-rand-count"
 )
 
 // cmdTable is the table being built: every entry by name, subcommands
@@ -217,6 +218,8 @@ func (cmd *command) setX(f string) {
 		cmd.ownLocks = true
 	case xPubSubCtx:
 		cmd.pubsubContext = true
+	case xRandCount:
+		cmd.randCount = true
 	default:
 		panic("command table: unknown property " + f + " of " + cmd.name)
 	}
@@ -255,6 +258,7 @@ func (cmd *command) inherit(p *command) {
 	cmd.allShards = cmd.allShards || p.allShards
 	cmd.ownLocks = cmd.ownLocks || p.ownLocks
 	cmd.pubsubContext = cmd.pubsubContext || p.pubsubContext
+	cmd.randCount = cmd.randCount || p.randCount
 }
 
 // settle derives the dispatch properties from the facts and tokens.

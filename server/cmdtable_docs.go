@@ -110,6 +110,7 @@ var cmdSummaries = map[string]string{
 	"expiretime":      "Return the Unix time in seconds at which a key expires",
 	"keys":            "List the keys matching a pattern",
 	"move":            "Move a key to another database",
+	"migrate":         "Move or copy keys to another Redis-protocol server (RESTORE of their DUMP payloads)",
 	"object":          "Inspect how a value is stored",
 	"object|encoding": "Return the internal encoding of a key's value",
 	"object|freq":     "Return a key's access frequency (LFU policies only)",

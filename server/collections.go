@@ -68,13 +68,19 @@ func (c *Client) putColl(sh *shard.Shard, h uint64, key []byte, t shard.Type, ob
 // storeColl replaces key with obj, a collection of n elements (a *STORE
 // destination, whose shard is locked): an empty result deletes the key, as
 // Redis does.
-func (c *Client) storeColl(key []byte, t shard.Type, obj any, n int) {
+// It raises event (of class) for a stored result, "del" for a deleted key.
+func (c *Client) storeColl(key []byte, t shard.Type, obj any, n int, class uint32, event string) {
 	sh, h := c.srv.store.ShardOf(key)
-	if old, ok := sh.Lookup(c.db, h, key, now()); ok {
-		sh.DB(c.db).Delete(&old)
-	}
+	old, ok := sh.Lookup(c.db, h, key, now())
 	if n > 0 {
+		// Put replaces what was there (no "new" event for an overwrite).
 		c.putColl(sh, h, key, t, obj)
+		c.notify(class, event, key)
+		return
+	}
+	if ok {
+		sh.DB(c.db).Delete(&old)
+		c.notify(kseGeneric, "del", key)
 	}
 }
 

@@ -33,6 +33,7 @@ type command struct {
 	allShards     bool // needs every shard held
 	ownLocks      bool // locks or waits itself: never run holding shards
 	pubsubContext bool // allowed to a RESP2 subscriber
+	randCount     bool // a huge negative count (SRANDMEMBER...) runs off the event loop
 	lockAll       bool // EXEC must hold every shard to run it (settle)
 
 	redis  bool                // Redis 7.0 has it (facts generated)
@@ -67,6 +68,7 @@ func buildCommandTable() *cmdTable {
 	registerPersistence(reg)
 	registerAOF(reg)
 	registerDump(reg)
+	registerMigrate(reg) // migrate.go
 	registerPubSub(reg)
 	registerMulti(reg)
 	registerScripting(reg)

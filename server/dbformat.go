@@ -19,6 +19,9 @@ type dbFormat struct {
 	native bool
 	codec  block.Codec
 	level  int
+	// maxExtra is --snapshot-max-extra-memory (0: the snapshot package's
+	// default), for every save, RDB or native, and full syncs.
+	maxExtra int64
 }
 
 // ParseDBFormat checks --dbformat and --dbcompression.
@@ -36,7 +39,7 @@ func ParseDBFormat(format, compression string) error {
 }
 
 func (s *Server) initDBFormat(cfg Config) {
-	f := dbFormat{native: cfg.DBFormat == "native", codec: block.S2, level: cfg.DBCompressionLevel}
+	f := dbFormat{native: cfg.DBFormat == "native", codec: block.S2, level: cfg.DBCompressionLevel, maxExtra: cfg.SnapshotMaxExtraMemory}
 	if c, err := block.ParseCodec(cfg.DBCompression); err == nil && cfg.DBCompression != "" {
 		f.codec = c
 	}
@@ -45,11 +48,12 @@ func (s *Server) initDBFormat(cfg Config) {
 
 // saveNative writes a native snapshot whose summary is path (its own
 // files, fsyncs and atomic rename: see snapshot.SaveNative).
-func (s *Server) saveNative(ctx context.Context, path string, prog *snapshot.Progress, pace int, onCut func()) (snapshot.Stats, error) {
+func (s *Server) saveNative(ctx context.Context, path string, prog *snapshot.Progress, pace int, onCut func(), cut *cutInCommand) (snapshot.Stats, error) {
 	f := s.persist.format
 	return snapshot.SaveNative(ctx, s.store, path, snapshot.NativeOptions{
-		Options: snapshot.Options{OnCut: onCut, Progress: prog, Pace: pace, Busy: s.snapshotBusy()},
-		Codec:   f.codec, Level: f.level,
+		Options: snapshot.Options{OnCut: onCut, Progress: prog, Pace: pace, Busy: s.snapshotBusy(), MaxExtraMemory: f.maxExtra,
+			KeyDelay: s.keySaveDelay, RunCut: cut.runner(), SlotHeld: cut != nil},
+		Codec: f.codec, Level: f.level,
 	})
 }
 
@@ -66,9 +70,9 @@ func (s *Server) loadDumpFile(f *os.File, path string) (snapshot.Stats, error) {
 			s.persist.loadTotal.Store(total)
 		}
 		s.log.Info("the dump is a native snapshot", "file", path)
-		return snapshot.LoadNative(s.store, path, snapshot.LoadOptions{Read: &s.persist.loadRead})
+		return snapshot.LoadNative(s.store, path, snapshot.LoadOptions{Read: &s.persist.loadRead, Limits: s.limits.Load()})
 	}
-	lo := snapshot.LoadOptions{Read: &s.persist.loadRead}
+	lo := snapshot.LoadOptions{Read: &s.persist.loadRead, Limits: s.limits.Load()}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		// Not seekable (a pipe): put the bytes read back in front.
 		s.persist.loadRead.Add(int64(n))

@@ -38,7 +38,7 @@ func cmdRestore(c *Client, args [][]byte) {
 	key := args[1]
 	replace, absTTL := false, false
 	idle, freq := false, false
-	var idleSecs int64
+	var idleSecs, freqVal int64
 	for j := 4; j < len(args); j++ {
 		more := len(args) - j - 1
 		switch {
@@ -68,7 +68,7 @@ func cmdRestore(c *Client, args [][]byte) {
 				c.err("ERR Invalid FREQ value, must be >= 0 and <= 255")
 				return
 			}
-			freq = true
+			freq, freqVal = true, v
 			j++
 		default:
 			c.errSyntax()
@@ -100,7 +100,7 @@ func cmdRestore(c *Client, args [][]byte) {
 		}
 		return
 	}
-	v, err := snapshot.Value(re)
+	v, err := snapshot.ValueWith(re, c.lim())
 	if err != nil || (v.Type != 0 && v.Obj == nil) {
 		c.err("ERR Bad data format")
 		return
@@ -114,15 +114,20 @@ func cmdRestore(c *Client, args [][]byte) {
 		if exists {
 			d.Delete(&e)
 			c.rewrite([]byte("DEL"), key)
+			c.notify(kseGeneric, "del", key)
 		}
 		c.ok()
 		return
 	}
 	v.ExpireAt = ttl
 	ne := d.Put(h, key, v)
-	if idle {
+	if idle && !c.srv.lfuOn() {
 		d.SetIdle(&ne, idleSecs)
 	}
+	if freq {
+		d.SetFreq(&ne, int(freqVal)) // only under an LFU policy, as Redis
+	}
+	c.notify(kseGeneric, "restore", key)
 	c.srv.signalIfBlockable(c.db, key, v.Type) // a restored list may serve BLPOP
 	if ttl > 0 {
 		c.rewrite([]byte("RESTORE"), key, []byte(strconv.FormatInt(ttl, 10)), args[3], []byte("REPLACE"), []byte("ABSTTL"))

@@ -35,14 +35,16 @@ const (
 	allKeysRandom
 	volatileRandom
 	volatileTTL
+	allKeysLFU // lfu.go
+	volatileLFU
 )
 
-var policyNames = []string{"noeviction", "allkeys-lru", "volatile-lru", "allkeys-random", "volatile-random", "volatile-ttl"}
+var policyNames = []string{"noeviction", "allkeys-lru", "volatile-lru", "allkeys-random", "volatile-random", "volatile-ttl", "allkeys-lfu", "volatile-lfu"}
 
 func (p evictionPolicy) String() string { return policyNames[p] }
 
 func (p evictionPolicy) volatile() bool {
-	return p == volatileLRU || p == volatileRandom || p == volatileTTL
+	return p == volatileLRU || p == volatileRandom || p == volatileTTL || p == volatileLFU
 }
 
 // CheckPolicy reports whether s is a maxmemory-policy Damselfly supports.
@@ -51,8 +53,7 @@ func CheckPolicy(s string) error {
 	return err
 }
 
-// parsePolicy parses a maxmemory-policy name. Redis's LFU policies are
-// refused: Damselfly keeps an access clock per key, not a frequency.
+// parsePolicy parses a maxmemory-policy name.
 func parsePolicy(s string) (evictionPolicy, error) {
 	name := strings.ToLower(s)
 	for i, n := range policyNames {
@@ -60,10 +61,7 @@ func parsePolicy(s string) (evictionPolicy, error) {
 			return evictionPolicy(i), nil
 		}
 	}
-	if name == "allkeys-lfu" || name == "volatile-lfu" {
-		return 0, errors.New("LFU policies are not supported (no access frequency is kept); use allkeys-lru or volatile-lru")
-	}
-	return 0, errors.New("argument(s) must be one of the following: volatile-lru, volatile-random, volatile-ttl, allkeys-lru, allkeys-random, noeviction")
+	return 0, errors.New("argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction")
 }
 
 // evictor holds eviction's settings and counters.
@@ -121,9 +119,13 @@ func datasetBytes(sh *shard.Shard) int64 {
 func (s *Server) evictOne(sh *shard.Shard, policy evictionPolicy) bool {
 	samples := int(s.evict.samples.Load())
 	clock := sh.Clock()
+	nowMs := now()
 	score := func(e *shard.Entry) int64 {
 		if policy == volatileTTL {
 			return -e.ExpireAt()
+		}
+		if policy.lfu() {
+			return 255 - int64(s.store.LFUCounter(e.Atime(), nowMs))
 		}
 		return shard.IdleSeconds(e.Atime(), clock)
 	}
@@ -163,6 +165,7 @@ func (s *Server) evictOne(sh *shard.Shard, policy evictionPolicy) bool {
 		d.Delete(&e)
 		s.evict.evicted.Add(1)
 		s.journal(c.db, [][]byte{[]byte("DEL"), c.key})
+		s.notifyDB(c.db, kseEvicted, "evicted", c.key)
 		return true
 	}
 	return false

@@ -220,10 +220,41 @@ func runScript(t *testing.T, path, addr string) {
 		t.Fatal(err)
 	}
 	r := dialAddr(t, addr)
+	var r2 *rawConn // the second connection ("2> ", "2<"), dialed on first use
 	lines := strings.Split(string(data), "\n")
 	for i := 0; i < len(lines); i++ {
 		line := lines[i]
 		switch {
+		case strings.HasPrefix(line, "2> ") || line == "2<":
+			// A second connection (a subscriber): "2> CMD" sends on it,
+			// "2<" reads its next reply or push; expected lines follow.
+			if r2 == nil {
+				r2 = dialAddr(t, addr)
+			}
+			if line != "2<" {
+				args, ok := splitArgs([]byte(line[3:]), nil)
+				if !ok {
+					t.Fatalf("%s:%d: bad request line", path, i+1)
+				}
+				strs := make([]string, len(args))
+				for k, a := range args {
+					strs[k] = string(a)
+				}
+				r2.do(strs...)
+			}
+			var want []string
+			for i+1 < len(lines) && lines[i+1] != "" && !strings.HasPrefix(lines[i+1], "> ") && !strings.HasPrefix(lines[i+1], "2> ") &&
+				lines[i+1] != "2<" && !strings.HasPrefix(lines[i+1], "! ") && !strings.HasPrefix(lines[i+1], "# ") && !strings.HasPrefix(lines[i+1], "~ ") {
+				i++
+				want = append(want, lines[i])
+			}
+			if len(want) == 0 {
+				continue
+			}
+			got := r2.reply()
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("%s:%d: %s\n got: %q\nwant: %q", path, i+1, line, got, want)
+			}
 		case strings.HasPrefix(line, "> ") || strings.HasPrefix(line, "! "):
 			if line[0] == '>' {
 				args, ok := splitArgs([]byte(line[2:]), nil)
@@ -239,7 +270,7 @@ func runScript(t *testing.T, path, addr string) {
 				r.send(strings.ReplaceAll(strings.ReplaceAll(line[2:], `\r`, "\r"), `\n`, "\n"))
 			}
 			var want []string
-			for i+1 < len(lines) && lines[i+1] != "" && !strings.HasPrefix(lines[i+1], "> ") &&
+			for i+1 < len(lines) && lines[i+1] != "" && !strings.HasPrefix(lines[i+1], "> ") && !strings.HasPrefix(lines[i+1], "2> ") && lines[i+1] != "2<" &&
 				!strings.HasPrefix(lines[i+1], "! ") && !strings.HasPrefix(lines[i+1], "# ") && !strings.HasPrefix(lines[i+1], "~ ") {
 				i++
 				want = append(want, lines[i])

@@ -93,3 +93,27 @@ func maxClientsParam(m map[string]configParam) {
 		},
 	}
 }
+
+// reservedFDs are the descriptors kept for listeners, dumps, the AOF and
+// replication links besides the clients (Redis keeps 32).
+const reservedFDs = 32
+
+// fitMaxClientsToFDs makes maxclients fit the open-files limit as Redis
+// does at start: raise the soft limit to maxclients+32 if the hard limit
+// allows, else lower maxclients to what fits and say so, so that the
+// refusal a client sees is maxclients' clear error, not a silent hang on
+// "too many open files".
+func (s *Server) fitMaxClientsToFDs() {
+	want := uint64(s.limitsConn.max.Load()) + reservedFDs
+	cur, ok := raiseOpenFiles(want)
+	if !ok || cur >= want {
+		return
+	}
+	fit := int64(cur) - reservedFDs
+	if fit < 1 {
+		fit = 1
+	}
+	s.log.Warn("maxclients reduced to fit the open-files limit (raise it with ulimit -n)",
+		"maxclients", s.limitsConn.max.Load(), "reduced_to", fit, "open_files_limit", cur)
+	s.limitsConn.max.Store(fit)
+}

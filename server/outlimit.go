@@ -1,10 +1,15 @@
 package server
 
-import "time"
+import (
+	"time"
+
+	"github.com/damselflydb/damselfly/replication"
+)
 
 // Output buffer limits for ordinary clients (client-output-buffer-limit
 // normal; the pubsub class is enforced by the subscriber's queue in
-// pubsub.go). After each command the replies not yet written are measured:
+// pubsub.go, the replica class by the replication package's per-replica
+// buffer, updated on CONFIG SET). After each command the replies not yet written are measured:
 // past the hard limit, or past the soft limit continuously for longer than
 // the soft seconds, the client is disconnected and its pending replies are
 // dropped, as Redis does. A client that pipelines GETs of a large value
@@ -43,4 +48,9 @@ func (c *Client) outputLimitReached() bool {
 	c.out, c.outPos = nil, 0
 	c.closed.Store(true)
 	return true
+}
+
+// forReplication converts the replica class for the replication package.
+func (o outLimit) forReplication() replication.OutputLimits {
+	return replication.OutputLimits{Hard: o.hard, Soft: o.soft, SoftPeriod: time.Duration(o.softSecs) * time.Second}
 }

@@ -457,6 +457,7 @@ func outLimitParam() configParam {
 			l, err := parseOutLimits(*s.outLimits.Load(), v)
 			if err == nil {
 				s.outLimits.Store(&l)
+				s.repl.SetOutputLimits(l.replica.forReplication())
 			}
 			return err
 		},

@@ -4,14 +4,15 @@ import (
 	"context"
 	"io"
 
+	"github.com/damselflydb/damselfly/replication"
 	"github.com/damselflydb/damselfly/shard"
 	"github.com/damselflydb/damselfly/snapshot"
 )
 
 // replSnapshot streams a forkless point-in-time RDB to a replica.
 func (s *Server) replSnapshot(ctx context.Context, w io.Writer, onCut func()) (int64, error) {
-	st, err := snapshot.Write(ctx, s.store, w, snapshot.Options{OnCut: onCut, Compress: s.cfg.rdbCompression.Load(), Pace: backgroundPace, Busy: s.snapshotBusy(),
-		Functions: s.functionCodes})
+	st, err := snapshot.Write(ctx, s.store, w, snapshot.Options{OnCut: onCut, MaxExtraMemory: s.persist.format.maxExtra, Compress: s.cfg.rdbCompression.Load(), Pace: backgroundPace, Busy: s.snapshotBusy(),
+		Functions: s.functionCodes, KeyDelay: s.keySaveDelay})
 	return st.Keys, err
 }
 
@@ -20,11 +21,12 @@ func (s *Server) replSnapshot(ctx context.Context, w io.Writer, onCut func()) (i
 // for the swap of pointers only). On error the current dataset stays.
 func (s *Server) replLoad(r io.Reader) (int64, error) {
 	fresh := shard.NewStore(len(s.store.Shards()), s.store.DBNum())
-	st, err := snapshot.Load(fresh, r, "primary's RDB")
+	st, err := snapshot.LoadWith(fresh, replication.SyncReader(r), "primary's RDB", snapshot.LoadOptions{Limits: s.limits.Load()})
 	if err != nil {
 		fresh.Release()
 		return 0, err
 	}
+	s.logLoadWarnings(st.Warnings)
 	all := s.store.All()
 	s.store.LockMany(&all)
 	for i, sh := range s.store.Shards() {
@@ -37,4 +39,12 @@ func (s *Server) replLoad(r io.Reader) (int64, error) {
 		s.log.Error("full sync: the primary's FUNCTION libraries cannot be loaded", "err", ferr)
 	}
 	return st.Keys, nil
+}
+
+// logLoadWarnings logs what a load skipped or changed (module data, hash
+// field TTLs): never silently.
+func (s *Server) logLoadWarnings(ws []string) {
+	for _, w := range ws {
+		s.log.Warn("loading the dump: " + w)
+	}
 }

@@ -34,6 +34,10 @@ func (s *Server) initReplication(cfg Config) {
 		ResetExec:  func() { s.master.db = 0 },
 		ListenPort: func() int { return s.port },
 		MasterAuth: cfg.MasterAuth,
+		OutputLimits: func() *replication.OutputLimits {
+			l := s.outLimits.Load().replica.forReplication()
+			return &l
+		}(),
 	})
 	for _, sh := range s.store.Shards() {
 		sh.OnExpire = s.onExpire
@@ -114,6 +118,8 @@ func cmdReplconf(c *Client, args [][]byte) {
 				c.replCapaEOF = true
 			case eq(val, "psync2"):
 				c.replPsync2 = true
+			case eq(val, replication.CapaNative):
+				c.replCapaNative = true
 			}
 		case "ack", "getack":
 			// ACK/GETACK on a connection that is not a replica link:
@@ -135,7 +141,7 @@ func (c *Client) peer() replication.Peer {
 			ip = h
 		}
 	}
-	return replication.Peer{IP: ip, ListenPort: c.replPort, CapaEOF: c.replCapaEOF, CapaPsync2: c.replPsync2}
+	return replication.Peer{IP: ip, ListenPort: c.replPort, CapaEOF: c.replCapaEOF, CapaPsync2: c.replPsync2, CapaNative: c.replCapaNative}
 }
 
 func cmdPsync(c *Client, args [][]byte) { c.startSync(string(args[1]), args[2], false) }

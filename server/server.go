@@ -97,6 +97,10 @@ type Config struct {
 	// kernel allows it, else epoll), "epoll" or "io_uring" (falls back to
 	// epoll, with a warning, where io_uring cannot be had).
 	EventLoop string
+	// Snapshots (issue 14): SnapshotMaxExtraMemory bounds the encoded bytes
+	// a save or full sync holds in flight (0 = 64 MiB); past it, writes to
+	// keys not yet saved wait for the save instead of it copying more.
+	SnapshotMaxExtraMemory int64
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -187,12 +191,16 @@ type Server struct {
 
 	// enableProtectedConfigs and enableDebug are fixed at New (protected.go).
 	enableProtectedConfigs, enableDebug string
-	limitsConn                          connLimits // maxclients (maxclients.go)
-	wd                                  watchdog   // slow shard holders (watchdog.go)
-	reclaim                             reclaimer  // GC before refusing a write (memreclaim.go)
+	limitsConn                          connLimits   // maxclients (maxclients.go)
+	wd                                  watchdog     // slow shard holders (watchdog.go)
+	keySaveDelayUs                      atomic.Int64 // rdb-key-save-delay (keysavedelay.go)
+	reclaim                             reclaimer    // GC before refusing a write (memreclaim.go)
 	// unixPath and unixPerm are the Unix socket's configuration (CONFIG GET).
 	unixPath string
 	unixPerm os.FileMode
+
+	kse     keyspaceEvents // notify-keyspace-events (notify.go)
+	migrate migrateConns   // MIGRATE's cached connections (migrate.go)
 
 	shutdownOnce sync.Once
 	done         chan struct{}
@@ -222,7 +230,7 @@ func New(cfg Config) *Server {
 	s.cfg.save = cfg.Save
 	s.cfg.maxMemory.Store(cfg.MaxMemory)
 	if p, err := parsePolicy(cfg.MaxMemoryPolicy); err == nil {
-		s.evict.policy.Store(int32(p))
+		s.setPolicy(p) // lfu.go
 	}
 	s.evict.samples.Store(5)
 	s.words.multi, s.words.exec = [][]byte{[]byte("MULTI")}, [][]byte{[]byte("EXEC")}
@@ -233,6 +241,7 @@ func New(cfg Config) *Server {
 	s.persist.init(s.started)
 	s.initDBFormat(cfg)
 	s.pubsub = newPubSubRegistry()
+	s.store.OnNewKey(s.notifyNewKey) // notify.go
 	s.scripts = newScriptCache()
 	lim := defaultOutLimits
 	s.outLimits.Store(&lim)
@@ -268,6 +277,7 @@ func (s *Server) Start(cfg Config) error {
 	if err := s.startAOF(); err != nil {
 		return err
 	}
+	s.fitMaxClientsToFDs() // maxclients.go
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)))
 	if err != nil {
 		return err
@@ -318,7 +328,7 @@ func (s *Server) startMemcached(cfg Config) error {
 	s.mc = memcache.New(s.store, memcache.Config{MaxItemSize: cfg.MaxItemSize, Logger: s.log,
 		Journal: s.commitMemcached, Loops: s.loops, Admit: s.admitWrite,
 		MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load,
-		Accept: s.admitMemcached})
+		Accept: s.admitMemcached, Busy: func() bool { return s.scripts.busy.Load() != nil }})
 	mln, err := s.mc.Listen(net.JoinHostPort(cfg.Bind, strconv.Itoa(port)))
 	if err != nil {
 		return fmt.Errorf("memcached port: %w", err)
@@ -441,6 +451,7 @@ func (s *Server) cron() {
 				}
 			}
 		}
+		s.kseAfterCron() // notify.go
 	}
 }
 
@@ -448,6 +459,7 @@ func (s *Server) cron() {
 // background goroutines.
 func (s *Server) Close() error {
 	s.shutdownOnce.Do(func() { close(s.done) })
+	s.migrate.closeAll() // migrate.go
 	for _, l := range s.listeners {
 		l.Close()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -92,6 +93,8 @@ func TestXReadGroupBlock(t *testing.T) {
 	waitBlocked(t, s, 1)
 	c.XAdd(ctx, &redis.XAddArgs{Stream: "s", ID: "2-1", Values: []string{"f", "2"}})
 	wg.Wait()
+	// The readers append in whatever order their goroutines run.
+	slices.SortFunc(ids, func(a, b string) int { return strings.Compare(strings.Split(a, ":")[1], strings.Split(b, ":")[1]) })
 	if len(ids) != 2 || strings.Split(ids[0], ":")[1] != "1-1" || strings.Split(ids[1], ":")[1] != "2-1" {
 		t.Fatalf("deliveries %v", ids)
 	}

@@ -22,6 +22,10 @@ type DB struct {
 	clock    *uint32   // the owning shard's LRU clock (stamped on new entries)
 	idx      int       // the database number (changes with SWAPDB)
 	watch    *watchers // the owning shard's WATCH registry
+	newKey   *newKeyHook
+	lfu      *lfuConfig // the store's LFU switch (lfu.go)
+	minutes  *uint32    // the owning shard's LFU minute clock
+	rnd      uint64     // LFU's random source (never 0)
 }
 
 // newDB makes an empty DB whose tables stamp changed buckets with version
@@ -167,13 +171,13 @@ func (d *DB) overwrite(pos dash.Pos, h uint64, key []byte, v Value, flags byte, 
 		} else if flags&flagExpire != 0 {
 			d.touchExpire(h, key)
 		}
-		val := encode(oldMem, flags, *d.clock, key, vlen, &v)
+		val := encode(oldMem, flags, d.overwriteAtime(old.atime), key, vlen, &v)
 		d.fillValue(val, v, oldObj)
 		d.slab.AdjustRequested(size - oldSize)
 		return Entry{db: d, pos: pos, ref: oldRef, h: h, hdr: decodeHeader(oldMem)}
 	}
 	ref, mem := d.slab.Alloc(size)
-	val := encode(mem, flags, *d.clock, key, vlen, &v)
+	val := encode(mem, flags, d.overwriteAtime(old.atime), key, vlen, &v)
 	// Replace first: the pre-change hook must see the old value and object.
 	d.main.Replace(pos, ref)
 	d.fillValue(val, v, oldObj)
@@ -196,13 +200,14 @@ func (d *DB) overwrite(pos dash.Pos, h uint64, key []byte, v Value, flags byte, 
 // insertNew stores key, known to be absent, with its encoded flags and sizes.
 func (d *DB) insertNew(h uint64, key []byte, v Value, flags byte, size, vlen int) Entry {
 	pos, ref, mem := d.insert(h, key, v, flags, size, vlen)
+	d.noteNew(key)
 	return Entry{db: d, pos: pos, ref: ref, h: h, hdr: decodeHeader(mem)}
 }
 
 // insert is insertNew without building the Entry (Add needs none).
 func (d *DB) insert(h uint64, key []byte, v Value, flags byte, size, vlen int) (dash.Pos, dash.Ref, []byte) {
 	ref, mem := d.slab.Alloc(size)
-	val := encode(mem, flags, *d.clock, key, vlen, &v)
+	val := encode(mem, flags, d.newAtime(), key, vlen, &v)
 	d.fillValue(val, v, -1)
 	pos := d.main.Insert(h, ref)
 	if v.ExpireAt != 0 {
@@ -348,8 +353,22 @@ func (d *DB) ModifyUnwatched(e *Entry) {
 // write (no dirty count, no snapshot hook) and is neither saved nor
 // replicated.
 func (d *DB) Touch(e *Entry) {
-	setAtime(d.slab.Bytes(e.ref), *d.clock)
-	e.hdr.atime = *d.clock
+	at := *d.clock
+	if d.lfu != nil && d.lfu.on.Load() {
+		at = d.lfuAccess(e.hdr.atime, *d.minutes)
+	}
+	setAtime(d.slab.Bytes(e.ref), at)
+	e.hdr.atime = at
+}
+
+// overwriteAtime is the access field of a value replacing one whose field
+// was old: under LFU the counter carries over (Redis's dbOverwrite),
+// otherwise the access is now.
+func (d *DB) overwriteAtime(old uint32) uint32 {
+	if d.lfu != nil && d.lfu.on.Load() {
+		return old
+	}
+	return *d.clock
 }
 
 // SetIdle makes e look idle for the given seconds (RESTORE ... IDLETIME).

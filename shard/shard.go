@@ -30,6 +30,12 @@ type Shard struct {
 	epoch uint64    // snapshot version epoch; see snapshot.go
 	snap  *Snapshot // the running snapshot, if any
 	watch watchers
+
+	newKey *newKeyHook // the store's new-key hook (events.go)
+	lfu    *lfuConfig  // the store's LFU switch (lfu.go)
+	// minutes is the LFU minute clock (unix minutes mod 65536) as of the
+	// last Tick.
+	minutes uint32
 }
 
 // Dirty counts every change made to the shard's data (like Redis's
@@ -38,7 +44,8 @@ type Shard struct {
 func (sh *Shard) Dirty() uint64 { return sh.dirty }
 
 func newShard(id, dbnum int) *Shard {
-	return &Shard{id: id, dbs: make([]*DB, dbnum), clock: LRUClock(time.Now().UnixMilli())}
+	ms := time.Now().UnixMilli()
+	return &Shard{id: id, dbs: make([]*DB, dbnum), clock: LRUClock(ms), minutes: lfuMinutes(ms)}
 }
 
 // Tick advances the shard's LRU clock to unix milliseconds now (the server
@@ -50,6 +57,9 @@ func (sh *Shard) Tick(now int64) {
 	// 24-bit clock's wrap) to eviction and OBJECT IDLETIME.
 	if c := LRUClock(now); (c-sh.clock)&LRUClockMax < LRUClockMax/2 {
 		sh.clock = c
+	}
+	if m := lfuMinutes(now); (m-sh.minutes)&65535 < 32768 {
+		sh.minutes = m
 	}
 }
 
@@ -67,7 +77,8 @@ func (sh *Shard) DB(i int) *DB {
 	d := sh.dbs[i]
 	if d == nil {
 		d = newDB(&sh.dirty, &sh.clock, sh.epoch)
-		d.idx, d.watch = i, &sh.watch
+		d.idx, d.watch, d.newKey = i, &sh.watch, sh.newKey
+		d.lfu, d.minutes, d.rnd = sh.lfu, &sh.minutes, uint64(sh.id)*0x9E3779B97F4A7C15+uint64(i)+1
 		sh.dbs[i] = d
 	}
 	return d

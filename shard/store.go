@@ -35,6 +35,8 @@ type Store struct {
 	shards   []*Shard
 	dbnum    int
 	snapSlot chan struct{} // holds a token while a snapshot runs
+	newKey   newKeyHook    // "new" keyspace events (events.go)
+	lfu      lfuConfig     // LFU accounting (lfu.go)
 }
 
 // NewStore makes a store with n shards and dbnum databases.
@@ -43,8 +45,12 @@ func NewStore(n, dbnum int) *Store {
 		n = 1
 	}
 	s := &Store{dbnum: dbnum, snapSlot: make(chan struct{}, 1)}
+	s.lfu.logFactor.Store(10) // Redis's defaults
+	s.lfu.decayTime.Store(1)
 	for i := 0; i < n; i++ {
 		s.shards = append(s.shards, newShard(i, dbnum))
+		s.shards[i].newKey = &s.newKey
+		s.shards[i].lfu = &s.lfu
 	}
 	return s
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/damselflydb/damselfly/shard"
+	"github.com/damselflydb/damselfly/shard/types"
 	"github.com/damselflydb/damselfly/snapshot/rdb"
 )
 
@@ -74,8 +75,9 @@ func (b *batch) entry(i int, tmp *rdb.Entry) *rdb.Entry {
 // file), so loading does not re-hash keys in split after split.
 // Load is meant for an empty store (start-up, DEBUG RELOAD, a replica's
 // full sync): on error every database of st is emptied. Keys that cannot
-// be represented (hash fields with their own TTL, a database
-// index beyond st's) and duplicate keys are errors, so that a server never
+// be represented (a database index beyond st's) and duplicate keys are
+// errors; hash fields with their own TTL are loaded without it, with a
+// warning per key in Stats.Warnings (fieldttl.go), so that a server never
 // starts with part of its dump and later saves over the rest.
 func Load(st *shard.Store, r io.Reader, name string) (Stats, error) {
 	return LoadWith(st, r, name, LoadOptions{})
@@ -86,6 +88,10 @@ type LoadOptions struct {
 	// Read, when set, counts the bytes read from the input so far (INFO's
 	// loading_loaded_bytes while a server loads).
 	Read *atomic.Int64
+	// Limits are the encoding thresholds loaded collections are built
+	// under: the server's live configuration, so OBJECT ENCODING reads the
+	// same before and after a reload (nil: types.DefaultLimits).
+	Limits *types.Limits
 }
 
 // countingReader counts what it reads.
@@ -103,7 +109,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // LoadWith is Load with options.
 func LoadWith(st *shard.Store, r io.Reader, name string, lo LoadOptions) (Stats, error) {
 	start := time.Now()
-	l := newLoader(st)
+	l := newLoader(st, lo.Limits)
 	p := l.producer()
 	maxKeys := uint64(unknownSizeKeys)
 	if f, ok := r.(*os.File); ok {
@@ -126,7 +132,8 @@ func LoadWith(st *shard.Store, r io.Reader, name string, lo LoadOptions) (Stats,
 	if err != nil {
 		return Stats{}, err
 	}
-	return Stats{Keys: keys, Bytes: info.Bytes, Duration: time.Since(start), Functions: info.Functions}, nil
+	return Stats{Keys: keys, Bytes: info.Bytes, Duration: time.Since(start), Functions: info.Functions,
+		Warnings: append(info.Warnings, l.warn.result()...)}, nil
 }
 
 // loader inserts keys into st: one goroutine per shard builds the values
@@ -138,19 +145,21 @@ type loader struct {
 	chans  []chan *batch
 	free   []chan *batch
 	nowMs  int64
+	lim    *types.Limits // encoding thresholds (nil: defaults)
 	wg     sync.WaitGroup
 	errMu  sync.Mutex
 	werr   error
 	stop   chan struct{}
 	failed sync.Once
 	keys   atomic.Int64
+	warn   warnings
 }
 
 var errStopped = errors.New("stopped")
 
-func newLoader(st *shard.Store) *loader {
+func newLoader(st *shard.Store, lim *types.Limits) *loader {
 	shards := st.Shards()
-	l := &loader{st: st, shards: shards, chans: make([]chan *batch, len(shards)), free: make([]chan *batch, len(shards)),
+	l := &loader{st: st, shards: shards, lim: lim, chans: make([]chan *batch, len(shards)), free: make([]chan *batch, len(shards)),
 		stop: make(chan struct{}), nowMs: time.Now().UnixMilli()}
 	for i, sh := range shards {
 		ch := make(chan *batch, 4)
@@ -168,7 +177,7 @@ func newLoader(st *shard.Store) *loader {
 					sh.DB(it.db).Prefetch(it.h, it.expireAtMs > 0 || it.coll != nil && it.coll.ExpireAtMs > 0)
 				}
 				for j := range b.items {
-					if err := insert(sh, b.items[j].h, b.entry(j, &tmp)); err != nil {
+					if err := insert(sh, b.items[j].h, b.entry(j, &tmp), l.lim); err != nil {
 						l.fail(fmt.Errorf("%s: %w", b.name, err))
 						break
 					}
@@ -281,7 +290,13 @@ func (p *producer) add(e *rdb.Entry, name string) error {
 		return nil
 	}
 	if e.HashFieldExpireAtMs != nil {
-		return fmt.Errorf("%s: key %q (DB %d) is a hash with per-field TTLs, which Damselfly does not support", name, e.Key, e.DB)
+		ttls, expired := dropFieldTTLs(e, p.l.nowMs)
+		if ttls > 0 {
+			p.l.warn.add(fmt.Sprintf("%s: key %q (DB %d): the TTLs of %d hash fields were dropped (the fields are kept; Damselfly has no hash field expiry)", name, e.Key, e.DB, ttls))
+		}
+		if len(e.Hash) == 0 && expired > 0 {
+			return nil // every field had expired: Redis drops the key too
+		}
 	}
 	h := shard.Hash(e.Key)
 	i := st.Route(e.Key, h)
@@ -313,9 +328,9 @@ func (p *producer) flush() {
 }
 
 // insert stores one loaded key whose hash is h (shard locked).
-func insert(sh *shard.Shard, h uint64, e *rdb.Entry) error {
+func insert(sh *shard.Shard, h uint64, e *rdb.Entry, lim *types.Limits) error {
 	d := sh.DB(e.DB)
-	v, err := Value(e)
+	v, err := ValueWith(e, lim)
 	if err != nil {
 		return fmt.Errorf("key %q (DB %d): %w", e.Key, e.DB, err)
 	}

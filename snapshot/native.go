@@ -58,9 +58,6 @@ const NativeFormatVersion = 1
 // maxSummary bounds the summary file a loader reads.
 const maxSummary = 16 << 20
 
-// perShardQueueLen is the chunks in flight per shard in a native save.
-const perShardQueueLen = 4
-
 // NativeOptions tune SaveNative.
 type NativeOptions struct {
 	Options             // OnCut, Aux, Progress, Pace, Busy, Version (of the inner RDB streams)
@@ -114,10 +111,12 @@ func newID() string {
 // SaveNative writes a native snapshot of st whose summary is path (see the
 // invariants above) while writes continue.
 func SaveNative(ctx context.Context, st *shard.Store, path string, opt NativeOptions) (Stats, error) {
-	if err := st.AcquireSnapshot(ctx); err != nil {
-		return Stats{}, err
+	if !opt.SlotHeld {
+		if err := st.AcquireSnapshot(ctx); err != nil {
+			return Stats{}, err
+		}
+		defer st.ReleaseSnapshot()
 	}
-	defer st.ReleaseSnapshot()
 	start := time.Now()
 	dir, base := filepath.Dir(path), filepath.Base(path)
 	id := newID()
@@ -253,7 +252,7 @@ func writeNative(ctx context.Context, st *shard.Store, ws []io.Writer, opt Nativ
 		return Summary{}, Stats{}, fmt.Errorf("snapshot: cannot write RDB version %d", version)
 	}
 	r := &run{version: version, abort: make(chan struct{}), free: make(chan []byte, 2*len(ws)), keys: &prog.Keys,
-		limits: rdb.Limits{NoCompression: true}, pace: opt.Pace, busy: opt.Busy, perShard: true}
+		limits: rdb.Limits{NoCompression: true}, pace: opt.Pace, busy: opt.Busy, keyDelay: opt.KeyDelay, perShard: true, mem: newBudget(opt.MaxExtraMemory)}
 	sers, keys, expires, mem, _ := r.cut(st, opt.Options, prog)
 	aux := append(rdb.DefaultAux(mem), opt.Aux...)
 	sum := Summary{Format: "damselfly-native", Version: NativeFormatVersion, CreatedMs: r.cutMs, Shards: len(sers),
@@ -291,7 +290,7 @@ func writeNative(ctx context.Context, st *shard.Store, ws []io.Writer, opt Nativ
 	if err := r.failed(); err != nil {
 		return Summary{}, Stats{}, err
 	}
-	return sum, Stats{Keys: r.keys.Load(), Paused: time.Duration(r.paused.Load())}, nil
+	return sum, Stats{Keys: r.keys.Load(), Paused: time.Duration(r.paused.Load()), InFlightPeak: r.mem.maxUsed()}, nil
 }
 
 // writeShard is the writer of one shard's file: it drains the shard's
@@ -309,6 +308,7 @@ func writeShard(w io.Writer, s *serializer, r *run, opt NativeOptions, aux []rdb
 	var last int64
 	for c := range s.queue {
 		if err != nil || r.failed() != nil {
+			r.written(c)
 			continue
 		}
 		if c.db != cur {
@@ -316,7 +316,7 @@ func writeShard(w io.Writer, s *serializer, r *run, opt NativeOptions, aux []rdb
 			cur = c.db
 		}
 		err = out.Raw(c.data)
-		r.putBuf(c.data)
+		r.written(c)
 		if n := cw.n.Load(); n != last {
 			written.Add(n - last)
 			last = n
@@ -405,7 +405,7 @@ func LoadNative(st *shard.Store, path string, lo LoadOptions) (Stats, error) {
 		return Stats{}, err
 	}
 	dir := filepath.Dir(path)
-	l := newLoader(st)
+	l := newLoader(st, lo.Limits)
 	// Pre-size from the summary's counts, bounded by what the files on
 	// disk could hold (a key takes at least 3 bytes of RDB, compressed at
 	// most ~8x), so a bad summary cannot make us reserve without bound.

@@ -13,12 +13,20 @@ import (
 // with their own TTL).
 var ErrUnsupported = errors.New("value type not supported by Damselfly")
 
-// Value converts a decoded RDB value into what a shard stores (its expiry
-// and, for a string, its memcached flags included). An empty collection gives a Value with a nil Obj: store
-// nothing (Redis never keeps empty collections).
-func Value(e *rdb.Entry) (shard.Value, error) {
+// Value is ValueWith under types.DefaultLimits.
+func Value(e *rdb.Entry) (shard.Value, error) { return ValueWith(e, nil) }
+
+// ValueWith converts a decoded RDB value into what a shard stores (its
+// expiry and, for a string, its memcached flags included), choosing
+// encodings by lim (the server's live thresholds, so a value reads back
+// with the encoding the same commands would have built; nil:
+// types.DefaultLimits). An empty collection gives a Value with a nil Obj:
+// store nothing (Redis never keeps empty collections).
+func ValueWith(e *rdb.Entry, lim *types.Limits) (shard.Value, error) {
 	v := shard.Value{ExpireAt: max(e.ExpireAtMs, 0)}
-	lim := &types.DefaultLimits
+	if lim == nil {
+		lim = &types.DefaultLimits
+	}
 	switch e.Type {
 	case rdb.String:
 		v.Type, v.Str = shard.TypeString, e.String

@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
 # Regenerates the RDB files in this folder with a real redis-server.
 #
-#   ./testdata/make-dumps.sh            (needs redis-server and redis-cli on PATH)
+#   ./testdata/make-dumps.sh                       (redis-server, redis-cli on PATH: redis-7.0)
+#   ./testdata/make-dumps.sh NAME SERVER [EXTRAS]  (another server binary)
 #
-# It writes redis-7.0-all-types.commands (the exact commands sent, one per
-# line; the Go tests replay them to know the expected contents), starts
-# redis-server on a temporary directory and a random loopback port, runs the
-# commands, SAVEs and copies the dump to redis-7.0-all-types.rdb.
+# e.g. ./testdata/make-dumps.sh redis-7.4 /tmp/build-redis74/src/redis-server function,hfe
+#
+# It writes NAME-all-types.commands (the exact commands sent, one per line;
+# the Go tests replay them to know the expected contents), starts SERVER on
+# a temporary directory and a random loopback port, runs the commands, SAVEs
+# and copies the dump to NAME-all-types.rdb. EXTRAS (comma-separated) adds
+# commands the server must support: "function" (a FUNCTION library, 7.0+),
+# "hfe" (hash fields with their own TTL: HPEXPIREAT, Redis 7.4+).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+name=${1:-redis-7.0}
+server=${2:-redis-server}
+extras=${3:-}
 tmp=$(mktemp -d)
 port=$((20000 + RANDOM % 20000))
 pid=
@@ -19,7 +27,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cmds="$here/redis-7.0-all-types.commands"
+cmds="$here/$name-all-types.commands"
 {
 	echo "SELECT 0"
 	# strings: embstr, int, LZF-compressible, long raw (not compressible)
@@ -70,9 +78,26 @@ cmds="$here/redis-7.0-all-types.commands"
 	echo "XADD db3:stream 1-1 field1 value1 field2 value2"
 	echo "XADD db3:stream 2-1 field1 value3"
 	echo "XGROUP CREATE db3:stream group1 0"
+	case ",$extras," in *,function,*)
+		echo "FUNCTION LOAD \"#!lua name=dumplib\\nredis.register_function('dumpfn', function(keys, args) return 42 end)\""
+	esac
+	case ",$extras," in *,hfe,*)
+		# hash fields with their own TTL: a small hash (listpack with TTLs)
+		# and a large one (hashtable with TTL metadata); absolute times far
+		# in the future, one field of each without a TTL
+		echo "SELECT 0"
+		echo "HSET hfe:small f1 v1 f2 v2 f3 v3"
+		echo "HPEXPIREAT hfe:small 4102444800500 FIELDS 2 f1 f2"
+		printf 'HSET hfe:big'
+		for j in $(seq 1 200); do printf ' field-%d value-%d' "$j" "$j"; done
+		echo
+		echo "HSET hfe:big longfield $(printf 'y%.0s' $(seq 1 100))" # a hashtable: value > 64 B
+		echo "HPEXPIREAT hfe:big 4102444800600 FIELDS 3 field-1 field-2 field-3"
+		echo "HPEXPIREAT hfe:big 4102444800700 FIELDS 1 field-200"
+	esac
 } > "$cmds"
 
-redis-server --port "$port" --bind 127.0.0.1 --dir "$tmp" --dbfilename dump.rdb \
+"$server" --port "$port" --bind 127.0.0.1 --dir "$tmp" --dbfilename dump.rdb \
 	--save '' --appendonly no --daemonize no --logfile "$tmp/redis.log" &
 pid=$!
 for _ in $(seq 1 100); do
@@ -81,6 +106,6 @@ for _ in $(seq 1 100); do
 done
 redis-cli -p "$port" < "$cmds" >/dev/null
 redis-cli -p "$port" SAVE >/dev/null
-cp "$tmp/dump.rdb" "$here/redis-7.0-all-types.rdb"
-redis-cli -p "$port" INFO server | grep redis_version | tr -d '\r'
-ls -l "$here/redis-7.0-all-types.rdb"
+cp "$tmp/dump.rdb" "$here/$name-all-types.rdb"
+redis-cli -p "$port" INFO server | grep -E 'redis_version|valkey_version|server_name' | tr -d '\r'
+ls -l "$here/$name-all-types.rdb"

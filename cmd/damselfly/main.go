@@ -44,7 +44,7 @@ type cli struct {
 	Requirepass      string           `help:"Password clients must AUTH with." env:"DAMSELFLY_REQUIREPASS"`
 	ProtectedMode    bool             `name:"protected-mode" help:"Without a password, accept only loopback clients." default:"true" negatable:"" env:"DAMSELFLY_PROTECTED_MODE"`
 	Maxmemory        memory           `help:"Memory limit (e.g. 512mb, 4gb); 0 = none." default:"0" env:"DAMSELFLY_MAXMEMORY"`
-	MaxmemoryPolicy  string           `name:"maxmemory-policy" help:"Past --maxmemory: noeviction (writes fail), allkeys-lru, volatile-lru, allkeys-random, volatile-random or volatile-ttl." default:"noeviction" env:"DAMSELFLY_MAXMEMORY_POLICY"`
+	MaxmemoryPolicy  string           `name:"maxmemory-policy" help:"Past --maxmemory: noeviction (writes fail), allkeys-lru, volatile-lru, allkeys-lfu, volatile-lfu, allkeys-random, volatile-random or volatile-ttl." default:"noeviction" env:"DAMSELFLY_MAXMEMORY_POLICY"`
 	Dir              string           `help:"Directory for dump files." default:"." env:"DAMSELFLY_DIR"`
 	Dbfilename       string           `help:"Dump file name." default:"dump.rdb" env:"DAMSELFLY_DBFILENAME"`
 	Save             string           `help:"Save schedule: pairs of 'seconds changes'; empty disables." default:"3600 1 300 100 60 10000" env:"DAMSELFLY_SAVE"`
@@ -61,6 +61,7 @@ type cli struct {
 	Dbformat         string           `help:"Dump format of saves: rdb (Redis's, one file) or native (one compressed file per shard, written and loaded in parallel). Loading detects either." default:"rdb" enum:"rdb,native" env:"DAMSELFLY_DBFORMAT"`
 	Dbcompression    string           `help:"Compression of native dumps: s2, zstd or none." default:"s2" enum:"s2,zstd,none" env:"DAMSELFLY_DBCOMPRESSION"`
 	DbcompressionLvl int              `name:"dbcompression-level" help:"Level of --dbcompression (s2: 1-3, zstd: 1-4; 0 = default)." default:"0" env:"DAMSELFLY_DBCOMPRESSION_LEVEL"`
+	SnapMaxExtra     memory           `name:"snapshot-max-extra-memory" help:"Most encoded bytes a save or full sync holds in flight (e.g. 64mb); past it, writes to keys not yet saved wait for the save." default:"64mb" env:"DAMSELFLY_SNAPSHOT_MAX_EXTRA_MEMORY"`
 	Loglevel         string           `help:"debug, verbose, notice or warning." default:"notice" enum:"debug,verbose,notice,warning" env:"DAMSELFLY_LOGLEVEL"`
 	Version          kong.VersionFlag `help:"Print the version and exit."`
 	Maxclients       int              `help:"Most connections open at once, over all ports; more get -ERR max number of clients reached." default:"10000" env:"DAMSELFLY_MAXCLIENTS"`
@@ -121,7 +122,8 @@ func main() {
 		MaxClients:       c.Maxclients, EnableDebugCommand: c.EnableDebug, EnableProtectedConfigs: c.EnableProtected,
 		AOF:      c.AOF.config(),
 		DBFormat: c.Dbformat, DBCompression: c.Dbcompression, DBCompressionLevel: c.DbcompressionLvl,
-		EventLoop: c.EventLoop,
+		EventLoop:              c.EventLoop,
+		SnapshotMaxExtraMemory: int64(c.SnapMaxExtra),
 	}
 	cfg.UnixSocketPerm, _ = server.ParseUnixSocketPerm(c.Unixsocketperm) // checked by validate
 	srv := server.New(cfg)

@@ -28,7 +28,8 @@ import (
 
 // Opcodes and value types (Redis rdb.h).
 const (
-	opSlotInfo     = 244 // Redis 7.4 cluster: slot info, safe to skip
+	op243          = 243 // Redis 8.2 RDB_OPCODE_KEY_META; Valkey 9 RDB_OPCODE_SLOT_IMPORT
+	opSlotInfo     = 244 // Redis 7.4 and Valkey 9 cluster: slot info, safe to skip
 	opFunction2    = 245
 	opFunctionPre  = 246
 	opModuleAux    = 247
@@ -75,8 +76,13 @@ const (
 	quicklistNodePlain  = 1
 	quicklistNodePacked = 2
 
-	// MaxVersion is the newest RDB version Load and Restore accept.
+	// MaxVersion is the newest RDB version (with the "REDIS" magic) Load
+	// and Restore accept: Redis 7.4's and 8.0's.
 	MaxVersion = 12
+	// ValkeyMinVersion..ValkeyMaxVersion are the versions accepted with
+	// Valkey 9's "VALKEY" magic (Valkey writes "REDIS0011" up to 8.x).
+	ValkeyMinVersion = 80
+	ValkeyMaxVersion = 80
 	// DefaultVersion is the version NewWriter writes when given 0: Redis 7.0's.
 	DefaultVersion = 10
 )

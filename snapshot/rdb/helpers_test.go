@@ -77,7 +77,7 @@ func entryCanon(e *Entry) string {
 	if e.Type == Stream {
 		return fmt.Sprintf("stream@%d:%d", e.ExpireAtMs, e.Stream.Length)
 	}
-	return canon(e.Type, e.ExpireAtMs, e.String, e.List, e.Set, e.Hash, e.ZSet)
+	return canon(e.Type, e.ExpireAtMs, e.String, e.List, e.Set, e.Hash, e.ZSet) + ttlSuffix(e.HashFieldExpireAtMs)
 }
 
 func bs(ss ...string) [][]byte {
@@ -475,4 +475,19 @@ func redisCanon(t *testing.T, c *respConn, key string) (string, string) {
 		return canon(ZSet, exp, nil, nil, nil, nil, z), enc
 	}
 	return "type " + typ, enc
+}
+
+// ttlSuffix renders a hash's field TTLs (the nonzero ones), sorted.
+func ttlSuffix(m map[string]int64) string {
+	var s []string
+	for f, at := range m {
+		if at != 0 {
+			s = append(s, fmt.Sprintf("%q@%d", f, at))
+		}
+	}
+	if len(s) == 0 {
+		return ""
+	}
+	slices.Sort(s)
+	return " fieldttl:" + strings.Join(s, ",")
 }

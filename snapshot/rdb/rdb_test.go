@@ -143,6 +143,7 @@ func replay(t *testing.T, path string) map[string]string {
 	type val struct {
 		item
 		stream int
+		hft    map[string]int64
 	}
 	db := 0
 	keys := map[string]*val{}
@@ -197,6 +198,16 @@ func replay(t *testing.T, path string) map[string]string {
 			get(a[1], 0).exp, _ = strconv.ParseInt(a[2], 10, 64)
 		case "XADD":
 			get(a[1], Stream).stream++
+		case "HPEXPIREAT": // key ms FIELDS n field...
+			v := get(a[1], Hash)
+			at, _ := strconv.ParseInt(a[2], 10, 64)
+			if v.hft == nil {
+				v.hft = map[string]int64{}
+			}
+			for _, f := range a[5:] {
+				v.hft[f] = at
+			}
+		case "FUNCTION": // checked by the caller (Info.Functions)
 		case "XGROUP":
 		default:
 			t.Fatalf("replay: unknown command %q", a[0])
@@ -208,7 +219,7 @@ func replay(t *testing.T, path string) map[string]string {
 		if v.typ == Stream {
 			m[id] = fmt.Sprintf("stream@%d:%d", v.exp, v.stream)
 		} else {
-			m[id] = v.canon()
+			m[id] = v.canon() + ttlSuffix(v.hft)
 		}
 	}
 	return m
@@ -223,6 +234,41 @@ func TestLoadRedisDump(t *testing.T) {
 	compare(t, replay(t, "../../testdata/redis-7.0-all-types.commands"), got)
 	if info.Version != 10 || !info.ChecksumVerified || info.Aux["redis-ver"] != "7.0.15" {
 		t.Errorf("info = %+v", info)
+	}
+}
+
+// TestLoadLivingDumps loads the dumps of every living Redis and Valkey that
+// testdata/make-dumps.sh produced (RDB 11 and 12: listpack sets, hashes
+// with field TTLs in both encodings, function libraries, new aux fields)
+// and compares each key with what the commands built.
+func TestLoadLivingDumps(t *testing.T) {
+	for _, d := range []struct {
+		name    string
+		version int
+		verAux  string // aux field naming the server's version
+		ver     string
+		funcs   int
+	}{
+		{"redis-7.2", 11, "redis-ver", "7.2.6", 1},
+		{"redis-7.4", 12, "redis-ver", "7.4.1", 1},
+		{"redis-8.0", 12, "redis-ver", "7.9.224", 1}, // 8.0-m01 calls itself 7.9.224
+		{"valkey-8.0", 11, "valkey-ver", "8.0.1", 1},
+	} {
+		t.Run(d.name, func(t *testing.T) {
+			base := "../../testdata/" + d.name + "-all-types"
+			data, err := os.ReadFile(base + ".rdb")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, info := loadAll(t, data, d.name+".rdb")
+			compare(t, replay(t, base+".commands"), got)
+			if info.Version != d.version || !info.ChecksumVerified || info.Aux[d.verAux] != d.ver {
+				t.Errorf("version %d, checksum verified %v, aux %v", info.Version, info.ChecksumVerified, info.Aux)
+			}
+			if len(info.Functions) != d.funcs || d.funcs > 0 && !strings.Contains(info.Functions[0], "name=dumplib") {
+				t.Errorf("functions = %q", info.Functions)
+			}
+		})
 	}
 }
 

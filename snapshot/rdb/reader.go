@@ -78,7 +78,10 @@ func (e *Entry) Expired(nowMs int64) bool { return e.ExpireAtMs > 0 && e.ExpireA
 
 // Info describes a loaded file.
 type Info struct {
-	Version  int
+	Version int
+	// Valkey is set for a file with Valkey 9's "VALKEY" magic (whose
+	// version numbers start at 80).
+	Valkey   bool
 	Aux      map[string]string
 	Keys     int64 // entries passed to fn
 	Expired  int64 // of those, already expired when Load started
@@ -238,6 +241,7 @@ type skimmer struct {
 	info    *Info
 	off     int64 // bytes consumed from br
 	version int
+	valkey  bool // "VALKEY" magic: Valkey 9's numbering of types and opcodes
 
 	rec    []byte // record being handed out
 	recPos int
@@ -632,7 +636,31 @@ func (s *skimmer) next() error {
 			s.cut(start)
 			continue
 		case opFunctionPre:
-			return s.errorf(off, "pre-release function format (opcode 246) not supported")
+			return s.errorf(off, "pre-release function format (opcode 246, Redis 7.0 release candidates) not supported")
+		case op243:
+			if !s.valkey {
+				// Redis 8.2's key metadata, ahead of a key: what it holds
+				// would be lost, so the file is refused.
+				return s.errorf(off, "key metadata (opcode 243, RDB_OPCODE_KEY_META, Redis 8.2+) not supported")
+			}
+			// Valkey 9: an atomic slot migration in progress (job name and
+			// slot ranges); cluster state, not data: skipped as Valkey does
+			// outside cluster mode.
+			if _, err := s.str("SLOT_IMPORT job", false); err != nil {
+				return err
+			}
+			n, err := s.count("SLOT_IMPORT range count")
+			if err != nil {
+				return err
+			}
+			for range 2 * n {
+				if _, err := s.num("SLOT_IMPORT slot"); err != nil {
+					return err
+				}
+			}
+			s.warn("offset %d: Valkey slot import state (opcode 243) skipped", off)
+			s.cut(start)
+			continue
 		}
 		// A key record.
 		s.typ = op
@@ -703,15 +731,29 @@ func (s *skimmer) header() error {
 	if err != nil {
 		return err
 	}
+	if string(b[:6]) == "VALKEY" {
+		// Valkey 9+: "VALKEY" and a 3-digit version from 80 on (12..79
+		// are Redis's, which Valkey calls foreign).
+		v, err := strconv.Atoi(string(b[6:9]))
+		switch {
+		case err != nil || v < ValkeyMinVersion:
+			return s.errorf(6, "bad Valkey RDB version %q (Valkey's magic is used from version %d)", b[6:9], ValkeyMinVersion)
+		case v > ValkeyMaxVersion:
+			return s.errorf(6, "Valkey RDB version %d is newer than supported (%d)", v, ValkeyMaxVersion)
+		}
+		s.version, s.valkey = v, true
+		s.info.Version, s.info.Valkey = v, true
+		return nil
+	}
 	if string(b[:5]) != "REDIS" {
-		return s.errorf(0, "not an RDB file (want \"REDIS\" magic, have %q)", b[:5])
+		return s.errorf(0, "not an RDB file (want \"REDIS\" or \"VALKEY\" magic, have %q)", b[:5])
 	}
 	v, err := strconv.Atoi(string(b[5:9]))
 	if err != nil || v < 1 {
 		return s.errorf(5, "bad RDB version %q", b[5:9])
 	}
 	if v > MaxVersion {
-		return s.errorf(5, "RDB version %d is newer than supported (%d)", v, MaxVersion)
+		return s.errorf(5, "RDB version %d is newer than supported (%d: Redis 7.4 and 8.0)", v, MaxVersion)
 	}
 	s.version = v
 	s.info.Version = v
@@ -794,6 +836,9 @@ func (s *skimmer) strings(n uint64, what string) error {
 
 // value frames the value of type typ, whose type byte is at s.rec[typeAt].
 func (s *skimmer) value(typ byte, typeAt int) error {
+	if s.valkey && typ > typeHashMetaPreGA {
+		return s.errorf(s.keyOff, "key %q: value type %d is not one of Valkey 9's (RDB_TYPE_HASH_2 = 22 is the last)", s.key, typ)
+	}
 	switch typ {
 	case typeString, typeHashZipmap, typeListZiplist, typeZSetZiplist, typeHashZiplist,
 		typeHashListpack, typeZSetListpack, typeSetListpack, typeHashLpExPreGA:
@@ -901,6 +946,21 @@ func (s *skimmer) value(typ byte, typeAt int) error {
 		}
 		return nil
 	case typeHashMetaPreGA, typeHashMeta:
+		if s.valkey { // Valkey 9's RDB_TYPE_HASH_2 (22): field, value, expiry (ms, -1 = none)
+			n, err := s.count("field count")
+			if err != nil {
+				return err
+			}
+			for range n {
+				if err := s.strings(2, "field or value"); err != nil {
+					return err
+				}
+				if _, err := s.read(8, "field expiry"); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		if typ == typeHashMeta {
 			if _, err := s.read(8, "hash min expire"); err != nil {
 				return err

@@ -1,0 +1,267 @@
+package server
+
+// Keyspace notifications (notify-keyspace-events), as Redis 7.0 emits them:
+// a write publishes "<event>" on __keyspace@<db>__:<key> (class K) and
+// "<key>" on __keyevent@<db>__:<event> (class E), for the classes enabled.
+//
+// Design and invariants:
+//   - Off costs one atomic load: notify returns at once when the event's
+//     class is not enabled (flags is an atomic word), and the drain hook in
+//     execute returns at once when nothing is queued.
+//   - Events are raised where the change happens, often under shard locks
+//     (a command, lazy or active expiry, eviction, a new key). There they
+//     are only appended, with a copy of the key, to one server-wide queue
+//     under a leaf mutex (kse.mu) that guards nothing else: no I/O, no
+//     registry lock, no other lock is taken under it. Appending under the
+//     shard locks puts the queue in commit order.
+//   - Publishing happens later, holding no shard lock: after the command
+//     that raised the events returns (execute's hook; inside EXEC or a
+//     script, after the whole transaction), and from the cron (active expiry,
+//     memcached evictions, served blocked clients). Drains are serialized by
+//     kse.drainMu, which is taken with no shard held, so subscribers see
+//     events in the order they were queued. Publishing is the ordinary
+//     Pub/Sub path (publish), which never takes a shard lock.
+//   - A RESP3 client subscribed to its own events gets them before the reply
+//     of the command that raised them, as from Redis.
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+)
+
+// Notification classes (Redis's NOTIFY_* values).
+const (
+	kseKeyspace uint32 = 1 << 0  // K
+	kseKeyevent uint32 = 1 << 1  // E
+	kseGeneric  uint32 = 1 << 2  // g
+	kseString   uint32 = 1 << 3  // $
+	kseList     uint32 = 1 << 4  // l
+	kseSet      uint32 = 1 << 5  // s
+	kseHash     uint32 = 1 << 6  // h
+	kseZSet     uint32 = 1 << 7  // z
+	kseExpired  uint32 = 1 << 8  // x
+	kseEvicted  uint32 = 1 << 9  // e
+	kseStream   uint32 = 1 << 10 // t
+	kseKeyMiss  uint32 = 1 << 11 // m (not part of A)
+	kseModule   uint32 = 1 << 13 // d
+	kseNew      uint32 = 1 << 14 // n (not part of A)
+	kseAll             = kseGeneric | kseString | kseList | kseSet | kseHash | kseZSet | kseExpired | kseEvicted | kseStream | kseModule
+)
+
+// keyspaceEvents is the server's notification state.
+type keyspaceEvents struct {
+	flags  atomic.Uint32
+	queued atomic.Bool // q is not empty
+	mu     sync.Mutex  // guards q; a leaf lock
+	q      []kseEvent
+	// drainMu serializes publishing so events leave in queue order; never
+	// taken with a shard lock held.
+	drainMu sync.Mutex
+	spare   []kseEvent
+}
+
+type kseEvent struct {
+	db    int
+	event string
+	key   []byte
+}
+
+// parseKeyspaceEvents turns Redis's class letters into flags; ok is false
+// for a letter that is not a class.
+func parseKeyspaceEvents(s string) (uint32, bool) {
+	var f uint32
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case 'A':
+			f |= kseAll
+		case 'g':
+			f |= kseGeneric
+		case '$':
+			f |= kseString
+		case 'l':
+			f |= kseList
+		case 's':
+			f |= kseSet
+		case 'h':
+			f |= kseHash
+		case 'z':
+			f |= kseZSet
+		case 'x':
+			f |= kseExpired
+		case 'e':
+			f |= kseEvicted
+		case 'K':
+			f |= kseKeyspace
+		case 'E':
+			f |= kseKeyevent
+		case 't':
+			f |= kseStream
+		case 'm':
+			f |= kseKeyMiss
+		case 'd':
+			f |= kseModule
+		case 'n':
+			f |= kseNew
+		default:
+			return 0, false
+		}
+	}
+	return f, true
+}
+
+// formatKeyspaceEvents is the CONFIG GET form of flags (Redis's order).
+func formatKeyspaceEvents(f uint32) string {
+	var b []byte
+	if f&kseAll == kseAll {
+		b = append(b, 'A')
+	} else {
+		for _, c := range []struct {
+			flag uint32
+			ch   byte
+		}{{kseGeneric, 'g'}, {kseString, '$'}, {kseList, 'l'}, {kseSet, 's'}, {kseHash, 'h'}, {kseZSet, 'z'},
+			{kseExpired, 'x'}, {kseEvicted, 'e'}, {kseStream, 't'}, {kseModule, 'd'}, {kseNew, 'n'}} {
+			if f&c.flag != 0 {
+				b = append(b, c.ch)
+			}
+		}
+	}
+	if f&kseKeyspace != 0 {
+		b = append(b, 'K')
+	}
+	if f&kseKeyevent != 0 {
+		b = append(b, 'E')
+	}
+	if f&kseKeyMiss != 0 {
+		b = append(b, 'm')
+	}
+	return string(b)
+}
+
+func notifyParams(m map[string]configParam) {
+	m["notify-keyspace-events"] = configParam{
+		get: func(s *Server) string { return formatKeyspaceEvents(s.kse.flags.Load()) },
+		set: func(s *Server, v string) error {
+			f, ok := parseKeyspaceEvents(v)
+			if !ok {
+				return errString("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
+			}
+			s.setKeyspaceEvents(f)
+			return nil
+		},
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+// setKeyspaceEvents enables the classes in f (and the shards' new-key hook
+// when n is among them).
+func (s *Server) setKeyspaceEvents(f uint32) {
+	s.kse.flags.Store(f)
+	s.store.SetNewKeyEvents(f&kseNew != 0 && f&(kseKeyspace|kseKeyevent) != 0)
+}
+
+// notify raises event for key in the client's database.
+func (c *Client) notify(class uint32, event string, key []byte) {
+	f := c.srv.kse.flags.Load()
+	if f&class == 0 || f&(kseKeyspace|kseKeyevent) == 0 {
+		return
+	}
+	if c.kseMark == 0 && c.sess.held == nil {
+		c.kseMark = len(c.out) + 1
+	}
+	c.srv.kse.push(c.db, event, key)
+}
+
+// notifyDB raises event for key in database db.
+func (s *Server) notifyDB(db int, class uint32, event string, key []byte) {
+	f := s.kse.flags.Load()
+	if f&class == 0 || f&(kseKeyspace|kseKeyevent) == 0 {
+		return
+	}
+	s.kse.push(db, event, key)
+}
+
+func (k *keyspaceEvents) push(db int, event string, key []byte) {
+	k.mu.Lock()
+	k.q = append(k.q, kseEvent{db: db, event: event, key: append([]byte(nil), key...)})
+	k.queued.Store(true)
+	k.mu.Unlock()
+}
+
+// kseAfter is execute's hook: publish what the command (or anything before
+// it) queued. Inside EXEC or a script (shards held) it waits for their end.
+func (s *Server) kseAfter(c *Client) {
+	if !s.kse.queued.Load() || c.sess.held != nil {
+		c.kseMark = 0
+		return
+	}
+	s.kseDrain(c)
+	c.kseMark = 0
+}
+
+// kseDrain publishes every queued event; from is the client whose command
+// is finishing (nil from the cron). No shard lock may be held.
+func (s *Server) kseDrain(from *Client) {
+	k := &s.kse
+	k.drainMu.Lock()
+	defer k.drainMu.Unlock()
+	k.mu.Lock()
+	batch := k.q
+	k.q, k.spare = k.spare[:0], nil
+	k.queued.Store(false)
+	k.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	// A subscribed client (RESP3) receives its own events before the reply
+	// of the command that raised them: set that reply aside meanwhile.
+	var tail []byte
+	mark := -1
+	if from != nil && from.sess.outq != nil && from.kseMark > 0 && from.kseMark-1 <= len(from.out) {
+		mark = from.kseMark - 1
+		tail = append(tail, from.out[mark:]...)
+		from.out = from.out[:mark]
+	}
+	f := k.flags.Load()
+	var ch []byte
+	for i := range batch {
+		ev := &batch[i]
+		if f&kseKeyspace != 0 {
+			ch = append(ch[:0], "__keyspace@"...)
+			ch = strconv.AppendInt(ch, int64(ev.db), 10)
+			ch = append(ch, "__:"...)
+			ch = append(ch, ev.key...)
+			s.publish(from, kindChannel, ch, []byte(ev.event))
+		}
+		if f&kseKeyevent != 0 {
+			ch = append(ch[:0], "__keyevent@"...)
+			ch = strconv.AppendInt(ch, int64(ev.db), 10)
+			ch = append(ch, "__:"...)
+			ch = append(ch, ev.event...)
+			s.publish(from, kindChannel, ch, ev.key)
+		}
+		ev.key = nil
+	}
+	if mark >= 0 {
+		from.out = append(from.out, tail...)
+	}
+	k.mu.Lock()
+	if k.spare == nil && cap(batch) <= 1024 {
+		k.spare = batch[:0]
+	}
+	k.mu.Unlock()
+}
+
+// notifyNewKey is the store's new-key hook (under the shard lock).
+func (s *Server) notifyNewKey(db int, key []byte) { s.notifyDB(db, kseNew, "new", key) }
+
+// kseAfterCron publishes what expiry, eviction outside commands (memcached)
+// and served blocked clients queued (the cron, holding no shard).
+func (s *Server) kseAfterCron() {
+	if s.kse.queued.Load() {
+		s.kseDrain(nil)
+	}
+}
