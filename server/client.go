@@ -147,8 +147,8 @@ func (s *Server) newClient(nc net.Conn) *Client {
 		c.addr = "/unixsocket:0"
 	}
 	c.authed = s.cfg.requirePass() == ""
-	c.p.authed = c.authed
-	c.p.maxBulk = int(s.cfg.protoMaxBulkLen.Load())
+	c.p.Authed = c.authed
+	c.p.MaxBulk = int(s.cfg.protoMaxBulkLen.Load())
 	c.lastSeen.Store(time.Now().UnixNano())
 	c.view.multi.Store(-1)
 	c.view.proto.Store(2)
@@ -235,7 +235,7 @@ func (c *Client) makeRoom() {
 		}
 	}
 	size := 2 * len(c.in)
-	if need := c.p.need(); need > len(c.in) && need < size {
+	if need := c.p.Need(); need > len(c.in) && need < size {
 		size = need
 	}
 	buf := make([]byte, size)
@@ -246,7 +246,7 @@ func (c *Client) makeRoom() {
 // processInput executes every complete request in the input buffer.
 func (c *Client) processInput() error {
 	for c.r < c.w && !c.quit && !c.closed.Load() && c.handoff == nil && !c.detach {
-		args, n, err := c.p.next(c.in[c.r:c.w])
+		args, n, err := c.p.Next(c.in[c.r:c.w])
 		switch {
 		case err == errNeedMore:
 			return nil

@@ -63,7 +63,7 @@ func (c *Client) checkAuth(user, pass []byte) bool {
 
 func (c *Client) setAuthed() {
 	c.authed = true
-	c.p.authed = true
+	c.p.Authed = true
 }
 
 func cmdAuth(c *Client, args [][]byte) {
@@ -188,7 +188,7 @@ func cmdReset(c *Client, args [][]byte) {
 	c.mu.Unlock()
 	if c.srv.cfg.requirePass() != "" {
 		c.authed = false
-		c.p.authed = false
+		c.p.Authed = false
 	}
 	c.simple("RESET")
 }
