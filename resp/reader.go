@@ -65,7 +65,6 @@ type Reader struct {
 	buf  []byte
 	r, w int // unconsumed bytes are buf[r:w]
 	req  *RequestReader
-	err  error // sticky error of src
 
 	// MaxBulk bounds a bulk's announced length (default DefaultMaxBulkLen).
 	MaxBulk int
@@ -78,7 +77,7 @@ func NewReader(src io.Reader) *Reader {
 
 // NewBytesReader returns a Reader over b, without copying it.
 func NewBytesReader(b []byte) *Reader {
-	return &Reader{buf: b, w: len(b), err: io.EOF, MaxBulk: DefaultMaxBulkLen}
+	return &Reader{buf: b, w: len(b), MaxBulk: DefaultMaxBulkLen}
 }
 
 // Buffered is the number of bytes read from the source and not yet
@@ -93,11 +92,8 @@ func (r *Reader) Read(p []byte) (int, error) {
 		r.r += n
 		return n, nil
 	}
-	if r.src == nil || r.err != nil {
-		if r.err == nil {
-			return 0, io.EOF
-		}
-		return 0, r.err
+	if r.src == nil {
+		return 0, io.EOF
 	}
 	return r.src.Read(p)
 }
@@ -126,10 +122,10 @@ func (r *Reader) compact() {
 // (never moving bytes within it, so slices taken during the current call
 // stay valid); need, when known, is how many bytes past r.r the caller
 // waits for, which caps the growth.
+//
+// Errors of the source are not sticky: after a read deadline passes, a
+// later call reads again (with what was already buffered kept).
 func (r *Reader) fill(need int) error {
-	if r.err != nil {
-		return r.err
-	}
 	if r.src == nil {
 		return io.EOF
 	}
@@ -147,7 +143,6 @@ func (r *Reader) fill(need int) error {
 	n, err := r.src.Read(r.buf[r.w:])
 	r.w += n
 	if err != nil && n == 0 {
-		r.err = err
 		return err
 	}
 	return nil
@@ -225,10 +220,24 @@ func (r *Reader) ReadLine() ([]byte, error) {
 }
 
 // ReadValue reads one whole reply. Its strings alias the Reader's buffer
-// and stay valid until the next call.
+// and stay valid until the next call. On an error nothing is consumed: after
+// a read deadline passed, a later call reads the same value again.
 func (r *Reader) ReadValue() (Value, error) {
+	v, _, err := r.ReadValueRaw()
+	return v, err
+}
+
+// ReadValueRaw is ReadValue that also returns the value's exact bytes,
+// valid until the next call.
+func (r *Reader) ReadValueRaw() (Value, []byte, error) {
 	r.compact()
-	return r.value(0)
+	start := r.r
+	v, err := r.value(0)
+	if err != nil {
+		r.r = start
+		return Value{}, nil, err
+	}
+	return v, r.buf[start:r.r:r.r], nil
 }
 
 func (r *Reader) value(depth int) (Value, error) {
@@ -305,6 +314,18 @@ func quote(b []byte) string {
 		b = b[:32]
 	}
 	return "\"" + string(b) + "\""
+}
+
+// Peek returns the next byte without consuming it, reading from the source
+// if nothing is buffered.
+func (r *Reader) Peek() (byte, error) {
+	for r.r == r.w {
+		r.compact()
+		if err := r.fill(0); err != nil {
+			return 0, err
+		}
+	}
+	return r.buf[r.r], nil
 }
 
 // ReadByte reads one raw byte.

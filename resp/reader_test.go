@@ -205,3 +205,17 @@ func FuzzReadValue(f *testing.F) {
 		}
 	})
 }
+
+// A source error in the middle of a value (a read deadline) consumes
+// nothing: the next call returns the whole value.
+func TestReadValueRetry(t *testing.T) {
+	in := "*2\r\n$5\r\nhello\r\n:1\r\n"
+	r := NewReader(iotest.TimeoutReader(iotest.OneByteReader(strings.NewReader(in))))
+	if _, err := r.ReadValue(); err != iotest.ErrTimeout {
+		t.Fatalf("got %v, want the timeout", err)
+	}
+	v, raw, err := r.ReadValueRaw()
+	if err != nil || string(raw) != in || render(v) != "*2\n$5\nhello\n:1\n" {
+		t.Fatalf("%q %q %v", render(v), raw, err)
+	}
+}
