@@ -14,10 +14,19 @@
 //
 // Reader wraps an io.Reader (or a fixed slice) for callers that may block:
 // a replica reading its primary's handshake replies, RDB payload and command
-// stream, a primary reading REPLCONF ACKs, and tests. It reads commands
-// with RequestReader's rules (ReadCommand), whole replies as Values
-// (ReadValue, RESP2 and RESP3), single lines, and raw bytes (Read). Scripting
-// decodes redis.call replies with NewBytesReader over the reply bytes.
+// stream, a primary reading REPLCONF ACKs, MIGRATE reading its target's
+// replies, and the test harnesses. It reads commands with RequestReader's
+// rules (ReadCommand), whole replies as Values (ReadValue, RESP2 and RESP3),
+// single lines, and raw bytes (Read, ReadByte). Scripting decodes
+// redis.call replies with NewBytesReader over the reply bytes. A source
+// error (a read deadline) consumes nothing of a value: a later call
+// returns it whole.
+//
+// The AOF loader (package aof) keeps its own reader of the file format, as
+// Redis's loadAppendOnlyFile does: it reports corruption with file offsets,
+// requires CRLF after each bulk, skips "#" annotations and tells a
+// truncated tail from a corrupt one, none of which the network reader
+// should do.
 //
 // # Limits
 //
