@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"bytes"
 	"errors"
 	"io"
 )
@@ -339,4 +340,25 @@ func (r *Reader) ReadByte() (byte, error) {
 	c := r.buf[r.r]
 	r.r++
 	return c, nil
+}
+
+// ReadString reads up to and including delim, as bufio.Reader's does (tests
+// written against a bufio.Reader keep working). On an error it returns the
+// bytes read before it.
+func (r *Reader) ReadString(delim byte) (string, error) {
+	r.compact()
+	scan := r.r
+	for {
+		if i := bytes.IndexByte(r.buf[scan:r.w], delim); i >= 0 {
+			s := string(r.buf[r.r : scan+i+1])
+			r.r = scan + i + 1
+			return s, nil
+		}
+		scan = r.w
+		if err := r.fill(0); err != nil {
+			s := string(r.buf[r.r:r.w])
+			r.r = r.w
+			return s, err
+		}
+	}
 }

@@ -219,3 +219,15 @@ func TestReadValueRetry(t *testing.T) {
 		t.Fatalf("%q %q %v", render(v), raw, err)
 	}
 }
+
+func TestReadString(t *testing.T) {
+	r := NewReader(iotest.OneByteReader(strings.NewReader("+OK\r\n:1\r\npartial")))
+	for _, want := range []string{"+OK\r\n", ":1\r\n"} {
+		if s, err := r.ReadString('\n'); s != want || err != nil {
+			t.Fatalf("%q %v, want %q", s, err, want)
+		}
+	}
+	if s, err := r.ReadString('\n'); s != "partial" || err != io.EOF {
+		t.Fatalf("%q %v", s, err)
+	}
+}

@@ -122,7 +122,7 @@ func (d *DB) Put(h uint64, key []byte, v Value) Entry {
 	}
 	size := encodedSize(flags, len(key), vlen)
 	*d.dirty++
-	if d.watch != nil && len(d.watch.m) > 0 {
+	if d.watch != nil && d.watch.active() {
 		d.touchWatched(key, false)
 	}
 	pos, found := d.main.Find(h, key)
@@ -142,7 +142,7 @@ func (d *DB) Overwrite(e *Entry, key []byte, v Value) Entry {
 		vlen = 4
 	}
 	*d.dirty++
-	if d.watch != nil && len(d.watch.m) > 0 {
+	if d.watch != nil && d.watch.active() {
 		d.touchWatched(key, false)
 	}
 	return d.overwrite(e.pos, e.h, key, v, flags, encodedSize(flags, len(key), vlen), vlen)
@@ -247,7 +247,7 @@ func (d *DB) Add(h uint64, key []byte, v Value) bool {
 		vlen = 4
 	}
 	*d.dirty++
-	if d.watch != nil && len(d.watch.m) > 0 {
+	if d.watch != nil && d.watch.active() {
 		d.touchWatched(key, false)
 	}
 	d.insert(h, key, v, flags, encodedSize(flags, len(key), vlen), vlen)
@@ -307,7 +307,7 @@ func (d *DB) touchExpire(h uint64, key []byte) {
 // Delete removes the entry e.
 func (d *DB) Delete(e *Entry) {
 	*d.dirty++
-	if d.watch != nil && len(d.watch.m) > 0 {
+	if d.watch != nil && d.watch.active() {
 		d.touchWatched(e.hdr.key, true)
 	}
 	// The index changes first: a running snapshot's pre-change hook then
@@ -334,7 +334,7 @@ func (d *DB) Forget(e *Entry) { d.Delete(e) }
 // in place, so that a running snapshot captures the old value first.
 func (d *DB) Modify(e *Entry) {
 	*d.dirty++
-	if d.watch != nil && len(d.watch.m) > 0 {
+	if d.watch != nil && d.watch.active() {
 		d.touchWatched(e.hdr.key, false)
 	}
 	d.main.Replace(e.pos, e.ref)

@@ -26,6 +26,11 @@ type Shard struct {
 	// Store.SetReplica). primaryView: the lock holder applies the primary's
 	// stream (see SetPrimaryView). Both are read and written under the lock.
 	replica, primaryView bool
+	// expiryPaused: CLIENT PAUSE WRITE|ALL is in force, so expired keys are
+	// reported missing but not deleted (see SetExpiryPaused).
+	expiryPaused bool
+	// noTouch: the lock holder's reads do not count as accesses.
+	noTouch bool
 
 	epoch uint64    // snapshot version epoch; see snapshot.go
 	snap  *Snapshot // the running snapshot, if any
@@ -103,7 +108,7 @@ func (sh *Shard) PeekDB(i int) *DB { return sh.dbs[i] }
 // master client, so a DEL, INCR or APPEND from the primary acts on it.
 func (sh *Shard) Lookup(db int, h uint64, key []byte, now int64) (Entry, bool) {
 	e, ok := sh.LookupNoTouch(db, h, key, now)
-	if ok {
+	if ok && !sh.noTouch {
 		sh.Tick(now)
 		e.db.Touch(&e)
 	}
@@ -123,7 +128,7 @@ func (sh *Shard) LookupNoTouch(db int, h uint64, key []byte, now int64) (Entry, 
 	}
 	if e.Expired(now) {
 		switch {
-		case !sh.replica:
+		case !sh.replica && !sh.expiryPaused:
 			sh.expire(db, d, &e)
 		case sh.primaryView:
 			return e, true
@@ -195,7 +200,7 @@ func (sh *Shard) SwapDB(a, b int) {
 // A replica's shard deletes nothing: its primary sends the DELs.
 func (sh *Shard) ExpireCycle(now int64, rnd uint64, limit int) (deleted, sampled int) {
 	sh.Tick(now)
-	if sh.replica {
+	if sh.replica || sh.expiryPaused {
 		return 0, 0
 	}
 	for i, d := range sh.dbs {
