@@ -1,7 +1,6 @@
 package difftest
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/damselflydb/damselfly/resp"
 )
 
 // value is one RESP2/RESP3 reply: its kind (the type byte), its text for
@@ -61,9 +62,8 @@ func (v value) renderTo(sb *strings.Builder, indent string) {
 // conn is one client connection speaking raw RESP, keeping each reply's
 // exact bytes.
 type conn struct {
-	nc  net.Conn
-	rd  *bufio.Reader
-	raw []byte // the bytes of the reply being read
+	nc net.Conn
+	rd *resp.Reader
 }
 
 func dial(addr string) (*conn, error) {
@@ -71,26 +71,13 @@ func dial(addr string) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &conn{nc: nc, rd: bufio.NewReaderSize(nc, 64<<10)}, nil
+	return &conn{nc: nc, rd: resp.NewReader(nc)}, nil
 }
 
 func (c *conn) close() { c.nc.Close() }
 
 // encode builds a RESP array of bulk strings.
-func encode(args []string) []byte {
-	b := make([]byte, 0, 64)
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(args)), 10)
-	b = append(b, '\r', '\n')
-	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, '\r', '\n')
-		b = append(b, a...)
-		b = append(b, '\r', '\n')
-	}
-	return b
-}
+func encode(args []string) []byte { return resp.AppendCommandStrings(nil, args...) }
 
 func (c *conn) send(args []string) error {
 	c.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
@@ -104,109 +91,45 @@ func (c *conn) ready(d time.Duration) bool { // d > 0: Go does not read past a d
 		return true
 	}
 	c.nc.SetReadDeadline(time.Now().Add(d))
-	_, err := c.rd.Peek(1)
+	_, err := c.rd.Peek()
 	return err == nil
 }
 
 // errTimeout is a reply that did not come in time: the server hangs.
 var errTimeout = errors.New("no reply within the deadline")
 
-// read reads one whole reply, returning it parsed and as raw bytes.
+// read reads one whole reply, returning it parsed and as raw bytes. An
+// attribute is kept with the value it annotates as its last element.
 func (c *conn) read(d time.Duration) (value, []byte, error) {
 	c.nc.SetReadDeadline(time.Now().Add(d))
-	c.raw = c.raw[:0]
-	v, err := c.readValue()
-	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
-			err = errTimeout
-		}
-		return value{}, nil, err
-	}
-	return v, append([]byte(nil), c.raw...), nil
-}
-
-func (c *conn) line() (string, error) {
-	s, err := c.rd.ReadString('\n')
-	c.raw = append(c.raw, s...)
-	if err != nil {
-		return "", err
-	}
-	if !strings.HasSuffix(s, "\r\n") {
-		return "", fmt.Errorf("line without CRLF: %q", s)
-	}
-	return s[:len(s)-2], nil
-}
-
-func (c *conn) readValue() (value, error) {
-	l, err := c.line()
-	if err != nil {
-		return value{}, err
-	}
-	if l == "" {
-		return value{}, errors.New("empty reply line")
-	}
-	v := value{kind: l[0], str: l[1:]}
-	switch v.kind {
-	case '+', '-', ':', '_', '#', ',', '(':
-		return v, nil
-	case '$', '=', '!':
-		n, err := strconv.Atoi(v.str)
+	var raw []byte
+	var v value
+	for {
+		rv, b, err := c.rd.ReadValueRaw()
 		if err != nil {
-			return v, fmt.Errorf("bad bulk length %q", l)
-		}
-		if n < 0 {
-			v.null, v.str = true, ""
-			return v, nil
-		}
-		buf := make([]byte, n+2)
-		if _, err := ioReadFull(c, buf); err != nil {
-			return v, err
-		}
-		c.raw = append(c.raw, buf...)
-		v.str = string(buf[:n])
-		return v, nil
-	case '*', '~', '>', '%', '|':
-		n, err := strconv.Atoi(v.str)
-		if err != nil {
-			return v, fmt.Errorf("bad aggregate length %q", l)
-		}
-		v.str = ""
-		if n < 0 {
-			v.null = true
-			return v, nil
-		}
-		if v.kind == '%' || v.kind == '|' {
-			n *= 2
-		}
-		v.elems = make([]value, 0, n)
-		for i := 0; i < n; i++ {
-			e, err := c.readValue()
-			if err != nil {
-				return v, err
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
+				err = errTimeout
 			}
-			v.elems = append(v.elems, e)
+			return value{}, nil, err
 		}
-		if v.kind == '|' { // an attribute: the value it annotates follows
-			e, err := c.readValue()
-			if err != nil {
-				return v, err
-			}
-			v.elems = append(v.elems, e)
+		raw = append(raw, b...)
+		if v.kind == '|' {
+			v.elems = append(v.elems, toValue(rv))
+			return v, raw, nil
 		}
-		return v, nil
+		v = toValue(rv)
+		if v.kind != '|' {
+			return v, raw, nil
+		}
 	}
-	return v, fmt.Errorf("unknown reply type %q", l)
 }
 
-func ioReadFull(c *conn, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := c.rd.Read(buf[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
+// toValue copies a resp.Value (whose strings alias the reader's buffer).
+func toValue(rv resp.Value) value {
+	v := value{kind: rv.Type, str: string(rv.Str), null: rv.Int < 0 && (rv.Type == '$' || rv.Type == '*')}
+	for _, e := range rv.Elems {
+		v.elems = append(v.elems, toValue(e))
 	}
-	return n, nil
+	return v
 }

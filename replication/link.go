@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/damselflydb/damselfly/resp"
 )
 
 // Link states, as ROLE names them.
@@ -148,13 +149,15 @@ func (l *link) write(b []byte) error {
 	return err
 }
 
-func (l *link) command(args ...string) error { return l.write(appendCommandStrings(nil, args...)) }
+func (l *link) command(args ...string) error {
+	return l.write(resp.AppendCommandStrings(nil, args...))
+}
 
 // reply reads one reply line, skipping keepalive newlines.
-func (l *link) reply(cr *cmdReader) (string, error) {
+func (l *link) reply(cr *resp.Reader) (string, error) {
 	for {
 		_ = l.conn.SetReadDeadline(time.Now().Add(l.n.cfg.Timeout))
-		ln, err := cr.line()
+		ln, err := cr.ReadLine()
 		if err != nil {
 			return "", err
 		}
@@ -194,7 +197,7 @@ func (l *link) session() error {
 		l.conn = nil
 		l.wmu.Unlock()
 	}()
-	cr := newCmdReader(conn)
+	cr := resp.NewReader(conn)
 
 	// Handshake.
 	if err := l.command("PING"); err != nil {
@@ -283,7 +286,7 @@ func (l *link) session() error {
 
 // fullSync receives the RDB and loads it; the old dataset stays until the
 // new one is complete.
-func (l *link) fullSync(cr *cmdReader, replid string, moff int64) error {
+func (l *link) fullSync(cr *resp.Reader, replid string, moff int64) error {
 	l.state.Store(linkSync)
 	l.syncing.Store(true)
 	defer l.syncing.Store(false)
@@ -304,14 +307,14 @@ func (l *link) fullSync(cr *cmdReader, replid string, moff int64) error {
 		if len(mark) != 40 {
 			return fmt.Errorf("bad EOF mark %q", hdr)
 		}
-		eof = &eofReader{r: cr.r, mark: mark}
+		eof = &eofReader{r: cr, mark: mark}
 		body = eof
 	} else {
 		size, err := strconv.ParseInt(hdr[1:], 10, 64)
 		if err != nil || size < 0 {
 			return fmt.Errorf("bad bulk header %q", hdr)
 		}
-		lim = &io.LimitedReader{R: cr.r, N: size}
+		lim = &io.LimitedReader{R: cr, N: size}
 		body = lim
 	}
 	tr := &touchReader{r: body, l: l}
@@ -366,7 +369,7 @@ func (t *touchReader) Read(p []byte) (int, error) {
 // are the mark and nothing more is waiting: the primary sends nothing after
 // the mark until our first REPLCONF ACK.
 type eofReader struct {
-	r    *bufio.Reader
+	r    *resp.Reader
 	mark []byte
 	buf  []byte // received, not yet returned; the last len(mark) are held back
 	done bool
@@ -401,7 +404,7 @@ func (e *eofReader) Read(p []byte) (int, error) {
 
 // stream applies the primary's command stream, acknowledging every second
 // and on REPLCONF GETACK.
-func (l *link) stream(cr *cmdReader) error {
+func (l *link) stream(cr *resp.Reader) error {
 	n := l.n
 	l.state.Store(linkConnected)
 	l.downSince.Store(0)
@@ -429,11 +432,11 @@ func (l *link) stream(cr *cmdReader) error {
 			}
 		}
 	}()
-	cr.rec = true
 	for {
 		_ = l.conn.SetReadDeadline(time.Now().Add(n.cfg.Timeout))
-		cr.raw = cr.raw[:0]
-		args, err := cr.next()
+		// args and raw alias cr's buffer until the next read: Exec and
+		// feedLocked copy what they keep.
+		args, raw, err := cr.ReadCommand()
 		if err != nil {
 			return err
 		}
@@ -442,15 +445,15 @@ func (l *link) stream(cr *cmdReader) error {
 			if err := ack(); err != nil {
 				return err
 			}
-			n.feedRaw(cr.raw)
+			n.feedRaw(raw)
 			continue
 		}
 		if len(args) == 0 {
-			n.feedRaw(cr.raw)
+			n.feedRaw(raw)
 			continue
 		}
 		n.mu.Lock()
-		n.pending = cr.raw
+		n.pending = raw
 		n.mu.Unlock()
 		n.cfg.Exec(args)
 		// A command that wrote nothing joins our stream now.
@@ -460,9 +463,6 @@ func (l *link) stream(cr *cmdReader) error {
 			n.pending = nil
 		}
 		n.mu.Unlock()
-		if cap(cr.raw) > 1<<20 {
-			cr.raw = nil
-		}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/damselflydb/damselfly/resp"
 	"github.com/damselflydb/damselfly/shard"
 )
 
@@ -213,10 +214,10 @@ func (n *Node) Append(db int, args [][]byte) int64 {
 	}
 	b := n.scratch[:0]
 	if db >= 0 && db != n.lastDB {
-		b = appendCommandStrings(b, "SELECT", strconv.Itoa(db))
+		b = resp.AppendCommandStrings(b, "SELECT", strconv.Itoa(db))
 		n.lastDB = db
 	}
-	b = appendCommand(b, args...)
+	b = resp.AppendCommand(b, args...)
 	n.feedLocked(b)
 	if cap(b) <= 64<<10 {
 		n.scratch = b

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/damselflydb/damselfly/resp"
 )
 
 // Peer is a connection that asked for PSYNC or SYNC, with what it told us
@@ -166,9 +168,9 @@ func (r *replicaConn) sendLoop() {
 
 // readLoop handles what the replica sends: REPLCONF ACK.
 func (r *replicaConn) readLoop(pending []byte) {
-	cr := newCmdReader(io.MultiReader(bytes.NewReader(pending), r.conn))
+	cr := resp.NewReader(io.MultiReader(bytes.NewReader(pending), r.conn))
 	for {
-		args, err := cr.next()
+		args, _, err := cr.ReadCommand()
 		if err != nil {
 			r.kill("link closed: " + err.Error())
 			return

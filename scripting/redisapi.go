@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/damselflydb/damselfly/resp"
 	lua "github.com/yuin/gopher-lua"
 )
 
@@ -179,7 +180,7 @@ func redisCall(L *lua.LState, st *state, raise bool) int {
 	if wrote {
 		r.rs.wrote.Store(true)
 	}
-	v, _ := parseRESP(L, reply)
+	v := parseRESP(L, reply)
 	if t, ok := v.(*lua.LTable); ok && raise && len(reply) > 0 && reply[0] == '-' {
 		if e, ok := t.RawGetString("err").(lua.LString); ok {
 			return raiseRedisError(L, string(e))
@@ -190,47 +191,42 @@ func redisCall(L *lua.LState, st *state, raise bool) int {
 }
 
 // parseRESP converts one RESP2 reply to a Lua value with Redis's rules.
-func parseRESP(L *lua.LState, b []byte) (lua.LValue, []byte) {
-	if len(b) == 0 {
-		return lua.LFalse, b
+func parseRESP(L *lua.LState, b []byte) lua.LValue {
+	v, err := resp.NewBytesReader(b).ReadValue()
+	if err != nil {
+		return lua.LFalse
 	}
-	i := strings.Index(string(b), "\r\n")
-	if i < 0 {
-		return lua.LFalse, nil
-	}
-	line, rest := b[1:i], b[i+2:]
-	switch b[0] {
+	return luaValue(L, v)
+}
+
+func luaValue(L *lua.LState, v resp.Value) lua.LValue {
+	switch v.Type {
 	case '+':
 		t := L.NewTable()
-		t.RawSetString("ok", lua.LString(line))
-		return t, rest
+		t.RawSetString("ok", lua.LString(v.Str))
+		return t
 	case '-':
 		t := L.NewTable()
-		t.RawSetString("err", lua.LString(line))
-		return t, rest
+		t.RawSetString("err", lua.LString(v.Str))
+		return t
 	case ':':
-		n, _ := strconv.ParseInt(string(line), 10, 64)
-		return lua.LNumber(n), rest
+		return lua.LNumber(v.Int)
 	case '$':
-		n, _ := strconv.Atoi(string(line))
-		if n < 0 || len(rest) < n+2 {
-			return lua.LFalse, rest
+		if v.Int < 0 {
+			return lua.LFalse
 		}
-		return lua.LString(rest[:n]), rest[n+2:]
+		return lua.LString(v.Str)
 	case '*':
-		n, _ := strconv.Atoi(string(line))
-		if n < 0 {
-			return lua.LFalse, rest
+		if v.Int < 0 {
+			return lua.LFalse
 		}
-		t := L.CreateTable(n, 0)
-		for k := 0; k < n; k++ {
-			var v lua.LValue
-			v, rest = parseRESP(L, rest)
-			t.RawSetInt(k+1, v)
+		t := L.CreateTable(len(v.Elems), 0)
+		for k, e := range v.Elems {
+			t.RawSetInt(k+1, luaValue(L, e))
 		}
-		return t, rest
+		return t
 	}
-	return lua.LFalse, nil
+	return lua.LFalse
 }
 
 // toReply writes a script's result with Redis's conversion rules: numbers

@@ -388,7 +388,7 @@ func (c *Client) aclReset() {
 	c.user.Store(c.srv.acl.def)
 	if !c.srv.aclNoAuthNeeded() {
 		c.authed = false
-		c.p.authed = false
+		c.p.Authed = false
 	}
 }
 

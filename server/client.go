@@ -167,9 +167,9 @@ func (s *Server) newClient(nc net.Conn) *Client {
 	}
 	c.user.Store(s.acl.def)
 	c.authed = s.aclNoAuthNeeded()
-	c.p.authed = c.authed
+	c.p.Authed = c.authed
 	c.statSlot = uint8(c.id) & uint8(s.obs.nslots-1)
-	c.p.maxBulk = int(s.cfg.protoMaxBulkLen.Load())
+	c.p.MaxBulk = int(s.cfg.protoMaxBulkLen.Load())
 	c.lastSeen.Store(time.Now().UnixNano())
 	c.view.multi.Store(-1)
 	c.view.proto.Store(2)
@@ -256,7 +256,7 @@ func (c *Client) makeRoom() {
 		}
 	}
 	size := 2 * len(c.in)
-	if need := c.p.need(); need > len(c.in) && need < size {
+	if need := c.p.Need(); need > len(c.in) && need < size {
 		size = need
 	}
 	buf := make([]byte, size)
@@ -267,7 +267,7 @@ func (c *Client) makeRoom() {
 // processInput executes every complete request in the input buffer.
 func (c *Client) processInput() error {
 	for c.r < c.w && !c.quit && !c.closed.Load() && c.handoff == nil && !c.detach {
-		args, n, err := c.p.next(c.in[c.r:c.w])
+		args, n, err := c.p.Next(c.in[c.r:c.w])
 		switch {
 		case err == errNeedMore:
 			return nil

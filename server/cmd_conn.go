@@ -60,7 +60,7 @@ func (c *Client) checkAuth(user, pass, cmdName []byte) bool {
 
 func (c *Client) setAuthed() {
 	c.authed = true
-	c.p.authed = true
+	c.p.Authed = true
 }
 
 func cmdAuth(c *Client, args [][]byte) {

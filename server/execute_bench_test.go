@@ -12,7 +12,7 @@ import (
 func benchClient(b *testing.B) *Client {
 	s := New(Config{Shards: 1, DBNum: 16, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	c := &Client{srv: s, id: 1, fd: -1, in: make([]byte, readBufSize), p: newParser(), proto: 2, authed: true}
-	c.p.authed = true
+	c.p.Authed = true
 	return c
 }
 

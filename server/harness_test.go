@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/damselflydb/damselfly/resp"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -64,7 +64,7 @@ func newClient(t testing.TB, s *Server) *redis.Client {
 type rawConn struct {
 	t  testing.TB
 	nc net.Conn
-	rd *bufio.Reader
+	rd *resp.Reader
 }
 
 func dialRaw(t testing.TB, s *Server) *rawConn { return dialAddr(t, s.Addr()) }
@@ -81,7 +81,7 @@ func dialAddr(t testing.TB, addr string) *rawConn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { nc.Close() })
-	return &rawConn{t: t, nc: nc, rd: bufio.NewReader(nc)}
+	return &rawConn{t: t, nc: nc, rd: resp.NewReader(nc)}
 }
 
 func (r *rawConn) send(s string) {
@@ -94,55 +94,37 @@ func (r *rawConn) send(s string) {
 
 // do sends args as a RESP array.
 func (r *rawConn) do(args ...string) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	r.send(b.String())
+	r.send(string(resp.AppendCommandStrings(nil, args...)))
 }
 
 // reply reads one whole RESP value and returns its lines (without CRLF).
 func (r *rawConn) reply() []string {
 	r.t.Helper()
 	r.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-	var lines []string
-	var read func()
-	read = func() {
-		line, err := r.rd.ReadString('\n')
-		if err != nil {
-			r.t.Fatalf("reading reply: %v (so far %q)", err, lines)
-		}
-		line = strings.TrimSuffix(line, "\r\n")
-		lines = append(lines, line)
-		if line == "" {
-			return
-		}
-		var n int
-		switch line[0] {
-		case '$', '=', '!':
-			fmt.Sscanf(line[1:], "%d", &n)
-			if n < 0 {
-				return
-			}
-			buf := make([]byte, n+2)
-			if _, err := io.ReadFull(r.rd, buf); err != nil {
-				r.t.Fatalf("reading bulk: %v", err)
-			}
-			lines = append(lines, renderPayload(buf[:n]))
-		case '*', '~', '>':
-			fmt.Sscanf(line[1:], "%d", &n)
-			for i := 0; i < n; i++ {
-				read()
-			}
-		case '%', '|':
-			fmt.Sscanf(line[1:], "%d", &n)
-			for i := 0; i < 2*n; i++ {
-				read()
-			}
-		}
+	v, err := r.rd.ReadValue()
+	if err != nil {
+		r.t.Fatalf("reading reply: %v", err)
 	}
-	read()
+	return replyLines(v, nil)
+}
+
+// replyLines renders v as the testdata scripts spell a reply: each RESP
+// line as sent, a bulk's payload on a line of its own.
+func replyLines(v resp.Value, lines []string) []string {
+	switch v.Type {
+	case '$', '=', '!':
+		lines = append(lines, string(v.Type)+strconv.FormatInt(v.Int, 10))
+		if v.Int >= 0 {
+			lines = append(lines, renderPayload(v.Str))
+		}
+	case '*', '~', '>', '%', '|':
+		lines = append(lines, string(v.Type)+strconv.FormatInt(v.Int, 10))
+		for _, e := range v.Elems {
+			lines = replyLines(e, lines)
+		}
+	default:
+		lines = append(lines, string(v.Type)+string(v.Str))
+	}
 	return lines
 }
 

@@ -167,7 +167,7 @@ func TestShutdownWhileLoadingKeepsDump(t *testing.T) {
 	c := dialAddr(t, addr)
 	c.do("SHUTDOWN")
 	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.rd.ReadString('\n'); err == nil {
+	if _, err := c.rd.ReadLine(); err == nil {
 		t.Error("SHUTDOWN while loading replied instead of closing the connection")
 	}
 	w.Write(dump[len(dump)/2:])

@@ -17,7 +17,6 @@ package server
 // DEL of the moved keys.
 
 import (
-	"bufio"
 	"errors"
 	"net"
 	"strconv"
@@ -25,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/damselflydb/damselfly/resp"
 	"github.com/damselflydb/damselfly/snapshot"
 	"github.com/tidwall/redcon"
 )
@@ -46,7 +46,7 @@ type migrateConns struct {
 
 type migrateConn struct {
 	nc     net.Conn
-	rd     *bufio.Reader
+	rd     *resp.Reader
 	lastDB int64 // -1: SELECT needed
 	used   time.Time
 }
@@ -72,7 +72,7 @@ func (m *migrateConns) get(addr string, timeout time.Duration) (*migrateConn, bo
 	if err != nil {
 		return nil, false, err
 	}
-	return &migrateConn{nc: nc, rd: bufio.NewReader(nc), lastDB: -1}, false, nil
+	return &migrateConn{nc: nc, rd: resp.NewReader(nc), lastDB: -1}, false, nil
 }
 
 // put returns a healthy connection to the cache.
@@ -285,14 +285,8 @@ func migrateSend(mc *migrateConn, items []migrateItem, user, pass []byte, dbid i
 	}
 	readLine := func() (string, error) {
 		_ = mc.nc.SetReadDeadline(time.Now().Add(timeout))
-		l, err := mc.rd.ReadString('\n')
-		if err != nil {
-			return "", err
-		}
-		if len(l) >= 2 && l[len(l)-2] == '\r' {
-			l = l[:len(l)-2]
-		}
-		return l, nil
+		l, err := mc.rd.ReadLine()
+		return string(l), err
 	}
 	var authReply, selReply string
 	var err error

@@ -1,4 +1,4 @@
-package server
+package resp
 
 import (
 	"bytes"
@@ -6,41 +6,41 @@ import (
 	"strconv"
 )
 
-// Limits from Redis 7.
+// Limits from Redis 7 (networking.c).
 const (
-	maxInline           = 64 << 10 // bytes of an inline request or a count line
-	maxMultibulk        = 1<<31 - 1
-	unauthMaxMultibulk  = 10
-	unauthMaxBulk       = 16 << 10
-	defaultMaxBulkBytes = 512 << 20 // proto-max-bulk-len
+	MaxInline          = 64 << 10 // bytes of an inline request or a count line
+	MaxMultibulk       = 1<<31 - 1
+	UnauthMaxMultibulk = 10
+	UnauthMaxBulk      = 16 << 10
+	DefaultMaxBulkLen  = 512 << 20 // proto-max-bulk-len
 )
 
-// protocolError is answered with "-ERR Protocol error: ..." and closes the
+// ProtocolError is answered with "-ERR Protocol error: ..." and closes the
 // connection, as Redis does.
-type protocolError string
+type ProtocolError string
 
-func (e protocolError) Error() string { return "Protocol error: " + string(e) }
+func (e ProtocolError) Error() string { return "Protocol error: " + string(e) }
 
 var (
-	errTooBigMbulk = protocolError("too big mbulk count string")
-	errMbulkLen    = protocolError("invalid multibulk length")
-	errTooBigBulk  = protocolError("too big bulk count string")
-	errBulkLen     = protocolError("invalid bulk length")
+	errTooBigMbulk = ProtocolError("too big mbulk count string")
+	errMbulkLen    = ProtocolError("invalid multibulk length")
+	errTooBigBulk  = ProtocolError("too big bulk count string")
+	errBulkLen     = ProtocolError("invalid bulk length")
 	// Before AUTH (when a password is set) Redis names the limit it applied.
-	errUnauthMbulkLen = protocolError("unauthenticated multibulk length")
-	errUnauthBulkLen  = protocolError("unauthenticated bulk length")
-	errTooBigInline   = protocolError("too big inline request")
-	errUnbalanced     = protocolError("unbalanced quotes in request")
-	errNeedMore       = errors.New("need more data")
-	errEmptyMultibulk = errors.New("empty multibulk")
+	errUnauthMbulkLen = ProtocolError("unauthenticated multibulk length")
+	errUnauthBulkLen  = ProtocolError("unauthenticated bulk length")
+	errTooBigInline   = ProtocolError("too big inline request")
+	errUnbalanced     = ProtocolError("unbalanced quotes in request")
+	ErrNeedMore       = errors.New("need more data")
+	ErrEmptyMultibulk = errors.New("empty multibulk")
 )
 
-// parser reads one request at a time from a connection's input buffer. It
-// is resumable: a partly received command is not rescanned from its start
+// RequestReader reads one request at a time from a connection's input
+// buffer. It is resumable: a partly received command is not rescanned from its start
 // when more bytes arrive, so a request with a million arguments costs linear
 // time. Arguments are recorded as offsets, so the caller may move the
 // unconsumed bytes (compact or grow its buffer) between calls.
-type parser struct {
+type RequestReader struct {
 	started   bool
 	remaining int   // arguments still to read
 	bulk      int   // length of the bulk being read, -1 before its header
@@ -49,55 +49,63 @@ type parser struct {
 	args      [][]byte
 	inline    [][]byte // owned copies for inline requests
 
-	authed  bool // relaxes the unauthenticated limits
-	maxBulk int
+	// Authed relaxes the unauthenticated limits (UnauthMaxMultibulk,
+	// UnauthMaxBulk); a server sets it once the connection has
+	// authenticated, or when no password is required.
+	Authed bool
+	// MaxBulk is proto-max-bulk-len: the longest bulk argument accepted.
+	MaxBulk int
 }
 
-func newParser() *parser {
-	return &parser{bulk: -1, maxBulk: defaultMaxBulkBytes}
+func NewRequestReader() *RequestReader {
+	return &RequestReader{bulk: -1, MaxBulk: DefaultMaxBulkLen}
 }
 
-// need is the number of bytes (counted from the command start) that must be
+// Need is the number of bytes (counted from the command start) that must be
 // buffered before the next call can make progress; 0 when unknown.
-func (p *parser) need() int {
+func (p *RequestReader) Need() int {
 	if p.started && p.bulk >= 0 {
 		return p.pos + p.bulk + 2
 	}
 	return 0
 }
 
-// next parses one command from buf (the unconsumed input). It returns the
-// arguments (views into buf, or owned copies for inline requests) and the
-// number of bytes consumed. errNeedMore means buf holds no complete command
-// yet; a protocolError is fatal to the connection.
-func (p *parser) next(buf []byte) ([][]byte, int, error) {
+// Next parses one command from buf (the unconsumed input, starting at a
+// command start or where the previous ErrNeedMore call left it, after the
+// caller appended bytes). It returns the arguments (views into buf, or
+// copies owned by the reader for inline requests, valid until the next
+// call) and the number of bytes consumed. ErrEmptyMultibulk ("*0", "*-1" or
+// a blank inline line) consumes n bytes and yields no command. ErrNeedMore
+// means buf holds no complete command yet; a ProtocolError is fatal to the
+// connection.
+func (p *RequestReader) Next(buf []byte) ([][]byte, int, error) {
 	if !p.started {
 		if len(buf) == 0 {
-			return nil, 0, errNeedMore
+			return nil, 0, ErrNeedMore
 		}
 		if buf[0] != '*' {
 			return p.nextInline(buf)
 		}
 		nl := bytes.IndexByte(buf, '\n')
 		if nl < 0 {
-			if len(buf) > maxInline {
+			if len(buf) > MaxInline {
 				return nil, 0, errTooBigMbulk
 			}
-			return nil, 0, errNeedMore
+			return nil, 0, ErrNeedMore
 		}
 		line := buf[1:nl]
 		if len(line) > 0 && line[len(line)-1] == '\r' {
 			line = line[:len(line)-1]
 		}
-		n, ok := parseInt(line)
-		if !ok || n > maxMultibulk {
+		n, ok := ParseInt(line)
+		if !ok || n > MaxMultibulk {
 			return nil, 0, errMbulkLen
 		}
-		if !p.authed && n > unauthMaxMultibulk {
+		if !p.Authed && n > UnauthMaxMultibulk {
 			return nil, 0, errUnauthMbulkLen
 		}
 		if n <= 0 {
-			return nil, nl + 1, errEmptyMultibulk
+			return nil, nl + 1, ErrEmptyMultibulk
 		}
 		p.started = true
 		p.remaining = int(n)
@@ -110,30 +118,30 @@ func (p *parser) next(buf []byte) ([][]byte, int, error) {
 			rest := buf[p.pos:]
 			nl := bytes.IndexByte(rest, '\n')
 			if nl < 0 {
-				if len(rest) > maxInline {
+				if len(rest) > MaxInline {
 					return nil, 0, errTooBigBulk
 				}
-				return nil, 0, errNeedMore
+				return nil, 0, ErrNeedMore
 			}
 			if rest[0] != '$' {
-				return nil, 0, protocolError("expected '$', got '" + string(rest[0]) + "'")
+				return nil, 0, ProtocolError("expected '$', got '" + string(rest[0]) + "'")
 			}
 			line := rest[1:nl]
 			if len(line) > 0 && line[len(line)-1] == '\r' {
 				line = line[:len(line)-1]
 			}
-			n, ok := parseInt(line)
-			if !ok || n < 0 || n > int64(p.maxBulk) {
+			n, ok := ParseInt(line)
+			if !ok || n < 0 || n > int64(p.MaxBulk) {
 				return nil, 0, errBulkLen
 			}
-			if !p.authed && n > unauthMaxBulk {
+			if !p.Authed && n > UnauthMaxBulk {
 				return nil, 0, errUnauthBulkLen
 			}
 			p.bulk = int(n)
 			p.pos += nl + 1
 		}
 		if len(buf)-p.pos < p.bulk+2 {
-			return nil, 0, errNeedMore
+			return nil, 0, ErrNeedMore
 		}
 		p.marks = append(p.marks, p.pos, p.pos+p.bulk)
 		p.pos += p.bulk + 2 // like Redis, the two bytes after a bulk are skipped unchecked
@@ -151,37 +159,37 @@ func (p *parser) next(buf []byte) ([][]byte, int, error) {
 }
 
 // nextInline parses a telnet-style request line, with Redis's quoting rules.
-func (p *parser) nextInline(buf []byte) ([][]byte, int, error) {
+func (p *RequestReader) nextInline(buf []byte) ([][]byte, int, error) {
 	nl := bytes.IndexByte(buf, '\n')
 	if nl < 0 {
-		if len(buf) > maxInline {
+		if len(buf) > MaxInline {
 			return nil, 0, errTooBigInline
 		}
-		return nil, 0, errNeedMore
+		return nil, 0, ErrNeedMore
 	}
 	line := buf[:nl]
 	if len(line) > 0 && line[len(line)-1] == '\r' {
 		line = line[:len(line)-1]
 	}
-	args, ok := splitArgs(line, p.inline[:0])
+	args, ok := SplitArgs(line, p.inline[:0])
 	if !ok {
 		return nil, 0, errUnbalanced
 	}
 	p.inline = args
 	if len(args) == 0 {
-		return nil, nl + 1, errEmptyMultibulk
+		return nil, nl + 1, ErrEmptyMultibulk
 	}
 	return args, nl + 1, nil
 }
 
-// splitArgs splits an inline request like Redis's sdssplitargs: spaces
+// SplitArgs splits an inline request like Redis's sdssplitargs: spaces
 // separate arguments; "double quotes" allow \n \r \t \b \a \\ \" and \xHH
 // escapes; 'single quotes' allow \'; a closing quote must be followed by a
 // space or the end.
-func splitArgs(line []byte, out [][]byte) ([][]byte, bool) {
+func SplitArgs(line []byte, out [][]byte) ([][]byte, bool) {
 	i := 0
 	for {
-		for i < len(line) && isSpace(line[i]) {
+		for i < len(line) && IsSpace(line[i]) {
 			i++
 		}
 		if i >= len(line) {
@@ -217,7 +225,7 @@ func splitArgs(line []byte, out [][]byte) ([][]byte, bool) {
 						cur = append(cur, line[i])
 					}
 				} else if c == '"' {
-					if i+1 < len(line) && !isSpace(line[i+1]) {
+					if i+1 < len(line) && !IsSpace(line[i+1]) {
 						return nil, false
 					}
 					done = true
@@ -233,7 +241,7 @@ func splitArgs(line []byte, out [][]byte) ([][]byte, bool) {
 					i++
 					cur = append(cur, '\'')
 				} else if c == '\'' {
-					if i+1 < len(line) && !isSpace(line[i+1]) {
+					if i+1 < len(line) && !IsSpace(line[i+1]) {
 						return nil, false
 					}
 					done = true
@@ -266,7 +274,7 @@ func splitArgs(line []byte, out [][]byte) ([][]byte, bool) {
 	}
 }
 
-func isSpace(c byte) bool {
+func IsSpace(c byte) bool {
 	return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f'
 }
 
@@ -274,9 +282,9 @@ func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
 }
 
-// parseInt parses a decimal int64 the way Redis's string2ll does: optional
+// ParseInt parses a decimal int64 the way Redis's string2ll does: optional
 // '-', no '+', no leading zeros, no spaces.
-func parseInt(b []byte) (int64, bool) {
+func ParseInt(b []byte) (int64, bool) {
 	if len(b) == 0 || len(b) > 20 {
 		return 0, false
 	}

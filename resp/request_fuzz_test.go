@@ -1,14 +1,14 @@
-package server
+package resp
 
 import (
 	"bytes"
 	"testing"
 )
 
-// FuzzParser feeds arbitrary bytes, split at arbitrary points, to the
+// FuzzRequestReader feeds arbitrary bytes, split at arbitrary points, to the
 // request parser: it must never panic, never consume more than it was given,
 // and parse the same commands whatever the split.
-func FuzzParser(f *testing.F) {
+func FuzzRequestReader(f *testing.F) {
 	f.Add([]byte("*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"), uint8(3))
 	f.Add([]byte("PING\r\nECHO \"a b\"\r\n"), uint8(1))
 	f.Add([]byte("*1\r\n$-3\r\n"), uint8(0))
@@ -30,8 +30,8 @@ func FuzzParser(f *testing.F) {
 // parseAll feeds data to a parser step bytes at a time and returns every
 // parsed command joined with spaces, stopping at the first protocol error.
 func parseAll(data []byte, step int) [][]byte {
-	p := newParser()
-	p.authed = true
+	p := NewRequestReader()
+	p.Authed = true
 	var out [][]byte
 	var buf []byte
 	for off := 0; off < len(data) || len(buf) > 0; {
@@ -42,14 +42,14 @@ func parseAll(data []byte, step int) [][]byte {
 		}
 		progressed := false
 		for len(buf) > 0 {
-			args, n, err := p.next(buf)
-			if err == errNeedMore {
+			args, n, err := p.Next(buf)
+			if err == ErrNeedMore {
 				break
 			}
 			if n > len(buf) {
 				panic("consumed more than given")
 			}
-			if err == errEmptyMultibulk {
+			if err == ErrEmptyMultibulk {
 				buf = buf[n:]
 				progressed = true
 				continue
