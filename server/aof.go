@@ -444,9 +444,13 @@ func (s *Server) restartAOF() {
 	}
 	a := s.newAOF()
 	s.aof.a.Store(a)
+	// Wanted from this instant (INFO shows aof_rewrite_scheduled:1), not
+	// only once the old files are closed: whoever waits for the rewrite
+	// must not see an idle AOF in between.
+	s.aof.scheduled.Store(true)
 	go func() {
 		_ = old.Close()
-		if !s.startRewrite(a, "replica full sync") {
+		if s.aof.scheduled.Load() && !s.startRewrite(a, "replica full sync") {
 			s.aof.scheduled.Store(true) // after the running one (aofCron)
 		}
 	}()

@@ -56,11 +56,12 @@ func TestEvictionLRU(t *testing.T) {
 	c.ConfigSet(ctx, "maxmemory-policy", "allkeys-lru")
 	c.ConfigSet(ctx, "maxmemory", strconv.FormatInt(limit, 10))
 	val := strings.Repeat("n", 100)
-	// 200000 new keys need about as many evictions: half the 400000 keys
-	// not read since before the sleep, so no recently read key is the least
-	// recently used one (the margin covers over-eviction while the Go heap
-	// holds the flood's garbage on a busy machine).
-	for i := 0; i < 200000; i += 1000 {
+	// 100000 new keys need about as many evictions: a quarter of the 400000
+	// keys not read since before the sleep, so no recently read key is the
+	// least recently used one. The margin covers over-eviction while the Go
+	// heap holds the flood's garbage on a busy machine (a CI run evicted
+	// 323211 keys for 200000 writes, and then lost 34 hot keys).
+	for i := 0; i < 100000; i += 1000 {
 		p := c.Pipeline()
 		for j := i; j < i+1000; j++ {
 			p.Set(ctx, fmt.Sprintf("new:%d", j), val, 0)
@@ -70,8 +71,8 @@ func TestEvictionLRU(t *testing.T) {
 		}
 	}
 	evicted := infoField(t, c, "stats", "evicted_keys")
-	if evicted < 80000 {
-		t.Fatalf("evicted_keys %d after writing 200000 keys past the limit", evicted)
+	if evicted < 40000 {
+		t.Fatalf("evicted_keys %d after writing 100000 keys past the limit", evicted)
 	}
 	lost := 0
 	for i := range hot {
