@@ -166,10 +166,15 @@ func TestFaults(t *testing.T) {
 	r := startServer(t)
 	rc := client(t, r.Addr())
 	rc.Set(ctx, "old", "data", 0)
+	// Stretch the full sync (Redis's rdb-key-save-delay, µs per key) so
+	// that the cut lands inside it: compressed for a Damselfly replica, the
+	// whole payload otherwise crossed the proxy before the cut.
+	pc.ConfigSet(ctx, "rdb-key-save-delay", "50")
 	replicaOf(t, rc, px.addr())
 	waitFor(t, 5*time.Second, "sync to start", func() bool { return info(rc, "replication")["master_sync_in_progress"] == "1" })
 	px.held.Store(true)
 	px.cut()
+	pc.ConfigSet(ctx, "rdb-key-save-delay", "0")
 	waitFor(t, 5*time.Second, "link down", func() bool {
 		ri := info(rc, "replication")
 		return ri["master_link_status"] == "down" && ri["master_sync_in_progress"] == "0"
