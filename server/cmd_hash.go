@@ -258,7 +258,7 @@ func cmdHIncrBy(c *Client, args [][]byte) {
 	n := old + incr
 	_, hs, _ := c.writeHash(sh, h, args[1], true)
 	var buf [24]byte
-	hs.Set(args[2], strconv.AppendInt(buf[:0], n, 10), c.lim())
+	hs.SetKeepTTL(args[2], strconv.AppendInt(buf[:0], n, 10), c.lim())
 	c.notify(kseHash, "hincrby", args[1])
 	c.int(n)
 }
@@ -296,7 +296,7 @@ func cmdHIncrByFloat(c *Client, args [][]byte) {
 	}
 	val := appendLongDouble(nil, n)
 	_, hs, _ := c.writeHash(sh, h, args[1], true)
-	hs.Set(args[2], val, c.lim())
+	hs.SetKeepTTL(args[2], val, c.lim())
 	c.notify(kseHash, "hincrbyfloat", args[1])
 	c.bulk(val)
 	// Replicas must not redo the float arithmetic.

@@ -26,6 +26,9 @@ type DB struct {
 	lfu      *lfuConfig // the store's LFU switch (lfu.go)
 	minutes  *uint32    // the owning shard's LFU minute clock
 	rnd      uint64     // LFU's random source (never 0)
+	// fieldTTLKeys: keys that held a hash with field deadlines when last
+	// seen (fieldexpiry.go); nil until there is one.
+	fieldTTLKeys map[string]struct{}
 }
 
 // newDB makes an empty DB whose tables stamp changed buckets with version
@@ -125,6 +128,7 @@ func (d *DB) Put(h uint64, key []byte, v Value) Entry {
 	if d.watch != nil && len(d.watch.m) > 0 {
 		d.touchWatched(key, false)
 	}
+	d.noteStored(key, &v)
 	pos, found := d.main.Find(h, key)
 	if !found {
 		return d.insertNew(h, key, v, flags, size, vlen)
@@ -145,6 +149,7 @@ func (d *DB) Overwrite(e *Entry, key []byte, v Value) Entry {
 	if d.watch != nil && len(d.watch.m) > 0 {
 		d.touchWatched(key, false)
 	}
+	d.noteStored(key, &v)
 	return d.overwrite(e.pos, e.h, key, v, flags, encodedSize(flags, len(key), vlen), vlen)
 }
 
@@ -250,6 +255,7 @@ func (d *DB) Add(h uint64, key []byte, v Value) bool {
 	if d.watch != nil && len(d.watch.m) > 0 {
 		d.touchWatched(key, false)
 	}
+	d.noteStored(key, &v)
 	d.insert(h, key, v, flags, encodedSize(flags, len(key), vlen), vlen)
 	return true
 }
