@@ -27,6 +27,7 @@ func registerHashes(reg registrar) {
 	reg("hincrbyfloat", 4, "write|denyoom|fast", 1, 1, 1, "hash", cmdHIncrByFloat)
 	reg("hrandfield", -2, "readonly|x-rand-count", 1, 1, 1, "hash", cmdHRandField)
 	reg("hscan", -3, "readonly", 1, 1, 1, "hash", cmdHScan)
+	registerHashTTL(reg) // cmd_hash_ttl.go
 }
 
 // readHash locks key's shard and finds its hash (nil when missing; bad
