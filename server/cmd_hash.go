@@ -302,6 +302,7 @@ func cmdHIncrByFloat(c *Client, args [][]byte) {
 	c.bulk(val)
 	// Replicas must not redo the float arithmetic.
 	c.rewrite([]byte("HSET"), args[1], args[2], val)
+	hincrbyfloatKeepTTL(c, hs, args[1], args[2], val) // cmd_hash_ttl.go
 }
 
 func cmdHRandField(c *Client, args [][]byte) {

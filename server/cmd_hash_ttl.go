@@ -10,6 +10,7 @@ package server
 // their deadline is past, HPERSIST.
 
 import (
+	"math"
 	"strconv"
 
 	"github.com/damselflydb/damselfly/shard"
@@ -34,6 +35,8 @@ func registerHashTTL(reg registrar) {
 	reg("hpexpiretime", -5, "readonly|fast", 1, 1, 1, "hash", func(c *Client, a [][]byte) { httlGeneric(c, a, false, true) })
 	reg("hpersist", -5, "write|fast", 1, 1, 1, "hash", cmdHPersist)
 	reg("hgetdel", -5, "write|fast", 1, 1, 1, "hash", cmdHGetDel)
+	reg("hgetex", -5, "write|fast", 1, 1, 1, "hash", cmdHGetEx)
+	reg("hsetex", -6, "write|denyoom|fast", 1, 1, 1, "hash", cmdHSetEx)
 }
 
 // onFieldExpire replicates, logs and announces hash fields the shard
@@ -310,6 +313,294 @@ func cmdHGetDel(c *Client, args [][]byte) {
 	c.notify(kseHash, "hdel", args[1])
 	if hs.Len() == 0 {
 		sh.DB(c.db).Delete(&e)
+		c.notify(kseGeneric, "del", args[1])
+	}
+}
+
+// hincrbyfloatKeepTTL replicates HINCRBYFLOAT of a field with a deadline
+// as HSETEX KEEPTTL (HSET would drop the deadline on the replica), as
+// Redis 8 does.
+func hincrbyfloatKeepTTL(c *Client, hs *types.Hash, key, field, val []byte) {
+	if hs.FieldExpireAt(field) != 0 {
+		c.rewrite([]byte("HSETEX"), key, []byte("KEEPTTL"), []byte("FIELDS"), []byte("1"), field, val)
+	}
+}
+
+// hfeParseTime is Redis's parseExpireTime for HGETEX and HSETEX: a
+// deadline in Unix ms from a relative (base = now) or absolute (base = 0)
+// time in seconds (unit 1000) or milliseconds.
+func hfeParseTime(c *Client, name, arg []byte, unit, base int64) (int64, bool) {
+	v, ok := parseInt(arg)
+	if !ok {
+		c.errNotInteger()
+		return 0, false
+	}
+	if v < 0 {
+		c.err("ERR invalid expire time, must be >= 0")
+		return 0, false
+	}
+	if unit == 1000 {
+		if v > hfeMaxAbsMs/1000 {
+			c.err("ERR invalid expire time in '" + lower(name) + "' command")
+			return 0, false
+		}
+		v *= 1000
+	}
+	if v > hfeMaxAbsMs-base {
+		c.err("ERR invalid expire time in '" + lower(name) + "' command")
+		return 0, false
+	}
+	return v + base, true
+}
+
+// cmdHGetEx is Redis 8's HGETEX key [EX s|PX ms|EXAT s|PXAT ms|PERSIST]
+// FIELDS numfields field...: the values, with the fields' deadlines set or
+// removed. Replicated as HPEXPIREAT, HPERSIST or HDEL.
+func cmdHGetEx(c *Client, args [][]byte) {
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	e, found, bad := c.getColl(sh, h, args[1], shard.TypeHash)
+	if bad {
+		return
+	}
+	var at int64
+	persist, setAt := false, false
+	fat := 3
+	switch {
+	case eq(args[2], "ex"), eq(args[2], "px"), eq(args[2], "exat"), eq(args[2], "pxat"):
+		unit, base := int64(1), int64(0)
+		if eq(args[2], "ex") || eq(args[2], "exat") {
+			unit = 1000
+		}
+		if eq(args[2], "ex") || eq(args[2], "px") {
+			base = now()
+		}
+		var ok bool
+		if at, ok = hfeParseTime(c, args[0], args[3], unit, base); !ok {
+			return
+		}
+		setAt = true
+		fat += 2
+	case eq(args[2], "persist"):
+		persist = true
+		fat++
+	}
+	fields, ok := hfeFields(c, args, fat, "Number of fields must be a positive integer", false)
+	if !ok {
+		return
+	}
+	c.array(len(fields))
+	if !found {
+		for range fields {
+			c.null()
+		}
+		return
+	}
+	hs := e.Obj().(*types.Hash)
+	d := sh.DB(c.db)
+	t := now()
+	var prop [][][]byte
+	var changed [][]byte
+	deleted := 0
+	for _, f := range fields {
+		v, ok := hs.Get(f)
+		if !ok {
+			c.null()
+			continue
+		}
+		c.bulk(v)
+		switch {
+		case persist:
+			if hs.FieldExpireAt(f) != 0 {
+				d.Modify(&e)
+				hs.PersistField(f)
+				changed = append(changed, f)
+			}
+		case setAt && at <= t && !c.fromPrimary:
+			d.Modify(&e)
+			hs.Delete(f)
+			prop = append(prop, [][]byte{[]byte("HDEL"), args[1], f})
+			deleted++
+		case setAt:
+			d.Modify(&e)
+			hs.SetFieldExpireAt(f, at)
+			changed = append(changed, f)
+		}
+	}
+	if len(changed) > 0 {
+		n := strconv.AppendInt(nil, int64(len(changed)), 10)
+		if persist {
+			prop = append(prop, append([][]byte{[]byte("HPERSIST"), args[1], []byte("FIELDS"), n}, changed...))
+			c.notify(kseHash, "hpersist", args[1])
+		} else {
+			prop = append(prop, append([][]byte{[]byte("HPEXPIREAT"), args[1], strconv.AppendInt(nil, at, 10), []byte("FIELDS"), n}, changed...))
+			d.NoteFieldTTL(args[1])
+			c.notify(kseHash, "hexpire", args[1])
+		}
+	} else if deleted > 0 {
+		c.notify(kseHash, "hdel", args[1])
+	}
+	c.rewriteMany(prop)
+	if deleted > 0 && hs.Len() == 0 {
+		d.Delete(&e)
+		c.notify(kseGeneric, "del", args[1])
+	}
+}
+
+const (
+	hsxFNX = 1 << iota
+	hsxFXX
+	hsxKeepTTL
+	hsxAt
+)
+
+// cmdHSetEx is Redis 8's HSETEX key [FNX|FXX] [EX s|PX ms|EXAT s|PXAT
+// ms|KEEPTTL] FIELDS numfields field value...: 1 when the fields were
+// set, 0 when FNX/FXX stopped it. Replicated with PXAT (absolute ms), or
+// as HDELs when the deadline is already past.
+func cmdHSetEx(c *Client, args [][]byte) {
+	flags := 0
+	var at int64
+	atPos, first, count := -1, -1, 0
+	for i := 2; i < len(args) && first < 0; i++ {
+		a := args[i]
+		switch {
+		case eq(a, "fields"):
+			if i >= len(args)-3 {
+				c.err("ERR wrong number of arguments for '" + lower(args[0]) + "' command")
+				return
+			}
+			n, ok := parseInt(args[i+1])
+			if !ok || n < 1 || n > math.MaxInt32 {
+				c.err("ERR invalid number of fields")
+				return
+			}
+			rem := len(args) - i - 2
+			if rem%2 != 0 || n != int64(rem/2) {
+				c.err("ERR wrong number of arguments for '" + lower(args[0]) + "' command")
+				return
+			}
+			first, count = i+2, int(n)
+		case eq(a, "ex"), eq(a, "px"), eq(a, "exat"), eq(a, "pxat"):
+			if flags&(hsxAt|hsxKeepTTL) != 0 {
+				c.err("ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified")
+				return
+			}
+			if i >= len(args)-1 {
+				c.err("ERR missing expire time")
+				return
+			}
+			unit, base := int64(1), int64(0)
+			if eq(a, "ex") || eq(a, "exat") {
+				unit = 1000
+			}
+			if eq(a, "ex") || eq(a, "px") {
+				base = now()
+			}
+			i++
+			var ok bool
+			if at, ok = hfeParseTime(c, args[0], args[i], unit, base); !ok {
+				return
+			}
+			flags |= hsxAt
+			atPos = i
+		case eq(a, "keepttl"):
+			if flags&(hsxAt|hsxKeepTTL) != 0 {
+				c.err("ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified")
+				return
+			}
+			flags |= hsxKeepTTL
+		case eq(a, "fxx"), eq(a, "fnx"):
+			if flags&(hsxFNX|hsxFXX) != 0 {
+				c.err("ERR Only one of FXX or FNX arguments can be specified")
+				return
+			}
+			if eq(a, "fxx") {
+				flags |= hsxFXX
+			} else {
+				flags |= hsxFNX
+			}
+		default:
+			c.err("ERR unknown argument: " + string(a))
+			return
+		}
+	}
+	if first < 0 {
+		// Every argument was an option: Redis asserts here; answer as a
+		// missing FIELDS would be.
+		c.err("ERR wrong number of arguments for '" + lower(args[0]) + "' command")
+		return
+	}
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	e, found, bad := c.getColl(sh, h, args[1], shard.TypeHash)
+	if bad {
+		return
+	}
+	if !found && flags&hsxFXX != 0 {
+		c.int(0)
+		return
+	}
+	if flags&(hsxFNX|hsxFXX) != 0 && found {
+		hs := e.Obj().(*types.Hash)
+		n := 0
+		for i := 0; i < count; i++ {
+			if hs.Exists(args[first+2*i]) {
+				n++
+			}
+		}
+		if (flags&hsxFNX != 0 && n > 0) || (flags&hsxFXX != 0 && n != count) {
+			c.int(0)
+			return
+		}
+	}
+	e, hs, _ := c.writeHash(sh, h, args[1], true)
+	lim := c.lim()
+	t := now()
+	var dels [][]byte
+	for i := 0; i < count; i++ {
+		f, v := args[first+2*i], args[first+2*i+1]
+		if flags&(hsxAt|hsxKeepTTL) != 0 {
+			hs.SetKeepTTL(f, v, lim)
+		} else {
+			hs.Set(f, v, lim)
+		}
+		if flags&hsxAt == 0 {
+			continue
+		}
+		if at <= t && !c.fromPrimary {
+			hs.Delete(f)
+			dels = append(dels, f)
+			continue
+		}
+		hs.SetFieldExpireAt(f, at)
+	}
+	d := sh.DB(c.db)
+	switch {
+	case len(dels) > 0:
+		// The fields are gone: replicate their deletion, not the command.
+		prop := make([][][]byte, 0, len(dels))
+		for _, f := range dels {
+			prop = append(prop, [][]byte{[]byte("HDEL"), args[1], f})
+		}
+		c.rewriteMany(prop)
+	case flags&hsxAt != 0:
+		d.NoteFieldTTL(args[1])
+		p := append([][]byte(nil), args...)
+		p[atPos-1] = []byte("PXAT")
+		p[atPos] = strconv.AppendInt(nil, at, 10)
+		c.rewrite(p...)
+	}
+	c.int(1)
+	c.notify(kseHash, "hset", args[1])
+	switch {
+	case len(dels) > 0:
+		c.notify(kseHash, "hdel", args[1])
+	case flags&hsxAt != 0:
+		c.notify(kseHash, "hexpire", args[1])
+	}
+	if hs.Len() == 0 {
+		d.Delete(&e)
 		c.notify(kseGeneric, "del", args[1])
 	}
 }
