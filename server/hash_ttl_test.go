@@ -184,3 +184,42 @@ func TestHashFieldExpiryExpires(t *testing.T) {
 		t.Fatal("the active cycle left a hash whose fields all expired")
 	}
 }
+
+// TestHashFieldExpiryPersists: field TTLs survive DUMP/RESTORE and a
+// save and reload (RDB_TYPE_HASH_METADATA); a plain hash still dumps as
+// Redis 7.0 can read it.
+func TestHashFieldExpiryPersists(t *testing.T) {
+	s := startServer(t)
+	c := newClient(t, s)
+	ctx := context.Background()
+	at := time.Now().Add(time.Hour).UnixMilli()
+	ats := strconv.FormatInt(at, 10)
+	hfeWant(t, c, "3", "HSET", "h", "a", "1", "b", "2", "c", "3")
+	hfeWant(t, c, "[1 1]", "HPEXPIREAT", "h", ats, "FIELDS", "2", "a", "b")
+	big := []any{"HSET", "big"}
+	for i := 0; i < 600; i++ {
+		big = append(big, "f"+strconv.Itoa(i), "v")
+	}
+	c.Do(ctx, big...)
+	hfeWant(t, c, "[1]", "HPEXPIREAT", "big", ats, "FIELDS", "1", "f7")
+	payload, err := c.Dump(ctx, "h").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if payload[0] != 24 {
+		t.Fatalf("DUMP type byte %d, want 24 (RDB_TYPE_HASH_METADATA)", payload[0])
+	}
+	if err := c.Restore(ctx, "h2", 0, payload).Err(); err != nil {
+		t.Fatal(err)
+	}
+	hfeWant(t, c, "["+ats+" "+ats+" -1]", "HPEXPIRETIME", "h2", "FIELDS", "3", "a", "b", "c")
+	hfeWant(t, c, "OK", "DEBUG", "RELOAD")
+	hfeWant(t, c, "["+ats+" "+ats+" -1]", "HPEXPIRETIME", "h", "FIELDS", "3", "a", "b", "c")
+	hfeWant(t, c, "["+ats+" -1]", "HPEXPIRETIME", "big", "FIELDS", "2", "f7", "f8")
+	hfeWant(t, c, "600", "HLEN", "big")
+	// HPERSIST of the last TTL makes the hash plain again: RDB 10's type.
+	hfeWant(t, c, "[1 1]", "HPERSIST", "h", "FIELDS", "2", "a", "b")
+	if p := c.Dump(ctx, "h").Val(); p[0] == 24 {
+		t.Fatal("a hash without field TTLs dumped as RDB_TYPE_HASH_METADATA")
+	}
+}
