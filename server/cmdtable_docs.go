@@ -204,6 +204,8 @@ var cmdSummaries = map[string]string{
 	"hpexpiretime": "Get the Unix time in milliseconds at which fields of a hash expire",
 	"hpersist":     "Remove the time to live of fields of a hash",
 	"hgetdel":      "Get and delete fields of a hash",
+	"hgetex":       "Get fields of a hash and set or remove their time to live",
+	"hsetex":       "Set fields of a hash, optionally with a time to live",
 	"hset":         "Set fields of a hash",
 	"hsetnx":       "Set a field only if it does not exist",
 	"hstrlen":      "Return the length of a field's value",
