@@ -604,3 +604,15 @@ func cmdHSetEx(c *Client, args [][]byte) {
 		c.notify(kseGeneric, "del", args[1])
 	}
 }
+
+// infoExpiredSubkeys is INFO's expired_subkeys (Redis 7.4): hash fields
+// removed because they expired.
+func (s *Server) infoExpiredSubkeys(c *Client, field func(name string, v any)) {
+	var n int64
+	for _, sh := range s.store.Shards() {
+		c.lockShard(sh)
+		n += sh.ExpiredFields()
+		c.unlockShard(sh)
+	}
+	field("expired_subkeys", n)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,6 +176,9 @@ func TestHashFieldExpiryExpires(t *testing.T) {
 	}
 	if m := nextMsg(t, ps); m.Payload != "del" {
 		t.Fatalf("event %q, want del", m.Payload)
+	}
+	if n := c.Info(ctx, "stats").Val(); !strings.Contains(n, "expired_subkeys:52\r\n") {
+		t.Fatalf("INFO stats does not count the 52 expired fields:\n%s", n)
 	}
 	sh, h := s.Store().ShardOf([]byte("active"))
 	sh.Lock()
