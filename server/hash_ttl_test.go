@@ -41,6 +41,7 @@ func TestHashFieldExpiryReplies(t *testing.T) {
 	hfeWant(t, c, "3", "HSET", "h", "a", "1", "b", "2", "c", "3")
 	hfeWant(t, c, "[1 -2]", "HEXPIRE", "h", "100", "FIELDS", "2", "a", "zz")
 	hfeWant(t, c, "[100 -1 -2]", "HTTL", "h", "FIELDS", "3", "a", "b", "zz")
+	hfeWant(t, c, "listpackex", "OBJECT", "ENCODING", "h")
 	hfeWant(t, c, "[-2 -2]", "HTTL", "nokey", "FIELDS", "2", "a", "b")
 	hfeWant(t, c, "[0]", "HEXPIRE", "h", "100", "NX", "FIELDS", "1", "a")
 	hfeWant(t, c, "[0 0]", "HEXPIRE", "h", "50", "GT", "FIELDS", "2", "a", "b")

@@ -29,10 +29,14 @@ func NewHashSized(hint int, l *Limits) *Hash {
 	return &Hash{}
 }
 
-// Encoding returns "listpack" or "hashtable".
+// Encoding returns "listpack", "listpackex" (a small hash with field
+// deadlines, Redis 7.4's name) or "hashtable".
 func (h *Hash) Encoding() string {
 	if h.t != nil {
 		return "hashtable"
+	}
+	if h.ttl != nil {
+		return "listpackex"
 	}
 	return "listpack"
 }
