@@ -12,9 +12,10 @@
 //     one consistent state with no lock, and a client of a user sees the
 //     user's new rules at its next command (as in Redis, where clients share
 //     the user object).
-//   - A selector's command rules are kept as Redis keeps them: a bitmap for
-//     checks plus the ordered list of rules applied since the last
-//     +@all/-@all, so GETUSER and LIST describe a user exactly as Redis does.
+//   - A selector's command permissions are a bitmap (plus the first
+//     arguments allowed by "+cmd|arg"); GETUSER and LIST describe it as Redis
+//     7.0 does, by the best fit of categories and then single commands,
+//     not by replaying the rules as given.
 //   - Users holds the users by name behind a mutex; only ACL commands,
 //     AUTH and configuration take it.
 package acl
@@ -54,12 +55,12 @@ type Catalog struct {
 	cats   map[string][]int
 	subs   map[int][]int
 	parent []int
-	match  func(pattern, s []byte) bool
+	match  func(pattern string, s []byte) bool
 }
 
 // NewCatalog builds a catalog; ids are assigned in name order. match is
 // the glob matcher for key and channel patterns (Redis's stringmatch).
-func NewCatalog(cmds []CommandInfo, match func(pattern, s []byte) bool) *Catalog {
+func NewCatalog(cmds []CommandInfo, match func(pattern string, s []byte) bool) *Catalog {
 	sorted := append([]CommandInfo(nil), cmds...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	c := &Catalog{match: match, ids: map[string]int{}, cats: map[string][]int{}, subs: map[int][]int{}}
@@ -152,7 +153,12 @@ type State struct {
 	NoPass    bool
 	Passwords []string // hex SHA-256 digests, in insertion order
 	Deleted   bool     // the user was removed
+	// Sanitize is "", "sanitize-payload" or "skip-sanitize-payload" (a
+	// flag Redis shows; RESTORE's payload checks do not depend on it here).
+	Sanitize  string
 	Selectors []*Selector
+
+	unrestricted bool // some selector allows everything (Unrestricted)
 }
 
 // Root returns the user's root selector.
@@ -177,7 +183,7 @@ func (s *State) CheckPassword(pass []byte) bool {
 }
 
 func (s *State) clone() *State {
-	n := &State{Enabled: s.Enabled, NoPass: s.NoPass, Passwords: append([]string(nil), s.Passwords...)}
+	n := &State{Enabled: s.Enabled, NoPass: s.NoPass, Sanitize: s.Sanitize, Passwords: append([]string(nil), s.Passwords...)}
 	for _, sel := range s.Selectors {
 		n.Selectors = append(n.Selectors, sel.clone())
 	}
@@ -189,28 +195,40 @@ type Users struct {
 	cat   *Catalog
 	mu    sync.RWMutex
 	users map[string]*User
+	// resetChannels is acl-pubsub-default's zero value inverted: false
+	// would give new users every channel; NewUsers sets Redis 7.0's
+	// default, resetchannels.
+	resetChannels bool
 }
 
 // NewUsers returns the users of a fresh server: "default", on, nopass,
 // with every permission.
 func NewUsers(cat *Catalog) *Users {
-	us := &Users{cat: cat, users: map[string]*User{}}
+	us := &Users{cat: cat, users: map[string]*User{}, resetChannels: true}
 	d := &User{name: "default"}
-	st := newState(cat)
+	d.publish(defaultState(cat))
+	us.users["default"] = d
+	return us
+}
+
+func defaultState(cat *Catalog) *State {
+	st := &State{Selectors: []*Selector{newSelector(cat)}}
 	st.Enabled, st.NoPass = true, true
 	root := st.Root()
 	root.allCommands(true)
 	root.AllKeys, root.AllChannels = true, true
-	d.state.Store(st)
-	us.users["default"] = d
-	return us
+	return st
 }
 
 // Catalog returns the command catalog.
 func (us *Users) Catalog() *Catalog { return us.cat }
 
-func newState(cat *Catalog) *State {
-	return &State{Selectors: []*Selector{newSelector(cat)}}
+// newState is a new user's state: off, no password, no permissions, and
+// every channel when acl-pubsub-default is allchannels.
+func (us *Users) newState() *State {
+	root := newSelector(us.cat)
+	root.AllChannels = !us.resetChannels
+	return &State{Selectors: []*Selector{root}}
 }
 
 // Get returns a user by name, or nil.
@@ -248,10 +266,10 @@ func (us *Users) SetUser(name string, rules []string) (*User, *State, error) {
 		old = u.state.Load()
 		st = old.clone()
 	} else {
-		st = newState(us.cat)
+		st = us.newState()
 	}
 	for _, r := range merged {
-		if err := st.apply(us.cat, r); err != nil {
+		if err := st.apply(us, r); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -259,7 +277,7 @@ func (us *Users) SetUser(name string, rules []string) (*User, *State, error) {
 		u = &User{name: name}
 		us.users[name] = u
 	}
-	u.state.Store(st)
+	u.publish(st)
 	return u, old, nil
 }
 
@@ -274,7 +292,7 @@ func (us *Users) Delete(names []string) []*User {
 			delete(us.users, n)
 			st := u.state.Load().clone()
 			st.Deleted = true
-			u.state.Store(st)
+			u.publish(st)
 			out = append(out, u)
 		}
 	}
@@ -291,6 +309,12 @@ func (us *Users) SetDefaultPassword(pass string) {
 	if _, _, err := us.SetUser("default", rules); err != nil {
 		panic("acl: " + err.Error())
 	}
+}
+
+// publish makes st the user's state.
+func (u *User) publish(st *State) {
+	st.unrestricted = st.computeUnrestricted()
+	u.state.Store(st)
 }
 
 // Describe returns the user as ACL LIST shows it.
@@ -323,6 +347,9 @@ func (s *State) Flags() []string {
 	}
 	if s.NoPass {
 		f = append(f, "nopass")
+	}
+	if s.Sanitize != "" {
+		f = append(f, s.Sanitize)
 	}
 	return f
 }

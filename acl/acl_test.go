@@ -12,7 +12,7 @@ func testUsers() *Users {
 		{"config", []string{"slow"}},
 		{"config|get", []string{"admin", "slow", "dangerous"}},
 		{"config|set", []string{"admin", "slow", "dangerous"}},
-	}, func(p, s []byte) bool { ok, _ := path.Match(string(p), string(s)); return ok })
+	}, func(p string, s []byte) bool { ok, _ := path.Match(p, string(s)); return ok })
 	return NewUsers(cat)
 }
 
@@ -33,21 +33,21 @@ func TestSetUserAndCheck(t *testing.T) {
 	if !st.CheckPassword([]byte("pw")) || st.CheckPassword([]byte("x")) {
 		t.Fatal("password check")
 	}
-	want := "user alice on #" + HashPassword([]byte("pw")) + " %R~r* ~w* resetchannels &ch -@all +@string -set"
+	want := "user alice on #" + HashPassword([]byte("pw")) + " %R~r* ~w* resetchannels &ch -@all +@read"
 	if got := u.Describe(); got != want {
 		t.Fatalf("got %q want %q", got, want)
 	}
 	get, set := us.Catalog().ID("get"), us.Catalog().ID("set")
-	if d, _ := st.Check(get, []Key{{Name: []byte("r1"), Perm: Read, Pos: 1}}, nil); d != OK {
+	if d, _ := st.Check(get, nil, []Key{{Name: []byte("r1"), Perm: Read, Pos: 1}}, nil); d != OK {
 		t.Fatalf("get r1: %v", d)
 	}
-	if d, _ := st.Check(set, nil, nil); d != DeniedCmd {
+	if d, _ := st.Check(set, nil, nil, nil); d != DeniedCmd {
 		t.Fatalf("set: %v", d)
 	}
 	if _, _, err := us.SetUser("alice", []string{"+set"}); err != nil {
 		t.Fatal(err)
 	}
-	if d, p := u.State().Check(set, []Key{{Name: []byte("r1"), Perm: Write, Pos: 1}}, nil); d != DeniedKey || p != 1 {
+	if d, p := u.State().Check(set, nil, []Key{{Name: []byte("r1"), Perm: Write, Pos: 1}}, nil); d != DeniedKey || p != 1 {
 		t.Fatalf("set r1: %v %d", d, p)
 	}
 	if _, _, err := us.SetUser("alice", []string{"+nosuch"}); err == nil || err.Error() != "Error in ACL SETUSER modifier '+nosuch': Unknown command or category name in ACL" {

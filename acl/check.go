@@ -1,5 +1,7 @@
 package acl
 
+import "strings"
+
 // Denial says why a command was refused; the order is Redis's, used to
 // report the most relevant refusal of several selectors.
 type Denial int
@@ -28,23 +30,42 @@ type Channel struct {
 }
 
 // Unrestricted reports whether the user may run any command on any key
-// and channel, so that the caller can skip gathering keys.
-func (st *State) Unrestricted() bool {
+// and channel, so that the caller can skip gathering keys (computed when
+// the state is published: one field read on the command path).
+func (st *State) Unrestricted() bool { return st.unrestricted }
+
+func (st *State) computeUnrestricted() bool {
 	for _, s := range st.Selectors {
-		if s.future && len(s.rules) == 0 && s.AllKeys && s.AllChannels {
+		if s.AllKeys && s.AllChannels && s.allAllowed() {
 			return true
 		}
 	}
 	return false
 }
 
+// allAllowed reports whether every command of the catalog is allowed.
+func (s *Selector) allAllowed() bool {
+	n := len(s.cat.names)
+	for i, w := range s.allowed {
+		if i < n/64 {
+			if w != ^uint64(0) {
+				return false
+			}
+		} else if bits := n % 64; bits != 0 && w&(1<<bits-1) != 1<<bits-1 {
+			return false
+		}
+	}
+	return true
+}
+
 // Check reports whether a call of command id with these keys and channels
 // is allowed, and if not why and at which argument (Redis's most relevant
-// refusal across the selectors).
-func (st *State) Check(id int, keys []Key, chans []Channel) (Denial, int) {
+// refusal across the selectors). firstArg is the call's first argument
+// (nil when none), for rules like "+select|0".
+func (st *State) Check(id int, firstArg []byte, keys []Key, chans []Channel) (Denial, int) {
 	worst, pos := OK, -1
 	for _, s := range st.Selectors {
-		d, p := s.check(id, keys, chans)
+		d, p := s.check(id, firstArg, keys, chans)
 		if d == OK {
 			return OK, -1
 		}
@@ -55,12 +76,13 @@ func (st *State) Check(id int, keys []Key, chans []Channel) (Denial, int) {
 	return worst, pos
 }
 
-func (s *Selector) check(id int, keys []Key, chans []Channel) (Denial, int) {
-	if id < 0 || !s.CanRun(id) {
+func (s *Selector) check(id int, firstArg []byte, keys []Key, chans []Channel) (Denial, int) {
+	if id < 0 || !s.CanRun(id) && !s.firstArgAllowed(id, firstArg) {
 		return DeniedCmd, 0
 	}
 	if !s.AllKeys {
-		for _, k := range keys {
+		for i := range keys {
+			k := &keys[i]
 			if !s.keyAllowed(k.Name, k.Perm) {
 				return DeniedKey, k.Pos
 			}
@@ -81,8 +103,18 @@ func (s *Selector) keyAllowed(key []byte, perm uint8) bool {
 	if s.AllKeys {
 		return true
 	}
-	for _, k := range s.Keys {
-		if k.Perm&perm == perm && s.cat.match([]byte(k.Pattern), key) {
+	for i := range s.Keys {
+		k := &s.Keys[i]
+		if k.Perm&perm != perm {
+			continue
+		}
+		switch {
+		case k.prefix:
+			// "lit*": no glob needed
+			if len(key) >= len(k.Pattern)-1 && string(key[:len(k.Pattern)-1]) == k.Pattern[:len(k.Pattern)-1] {
+				return true
+			}
+		case s.cat.match(k.Pattern, key):
 			return true
 		}
 	}
@@ -98,7 +130,7 @@ func (s *Selector) channelAllowed(ch []byte, pattern bool) bool {
 			if p == string(ch) {
 				return true
 			}
-		} else if s.cat.match([]byte(p), ch) {
+		} else if s.cat.match(p, ch) {
 			return true
 		}
 	}
@@ -110,6 +142,29 @@ func (s *Selector) channelAllowed(ch []byte, pattern bool) bool {
 func (st *State) ChannelAllowed(ch []byte, pattern bool) bool {
 	for _, s := range st.Selectors {
 		if s.channelAllowed(ch, pattern) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Selector) firstArgAllowed(id int, arg []byte) bool {
+	if arg == nil {
+		return false
+	}
+	for _, fa := range s.firstArgs[id] {
+		if strings.EqualFold(fa, string(arg)) {
+			return true
+		}
+	}
+	return false
+}
+
+// CommandAllowed reports whether some selector lets the user run command
+// id at all (whatever its keys), as CLIENT KILL and DRYRUN-like callers ask.
+func (st *State) CommandAllowed(id int) bool {
+	for _, s := range st.Selectors {
+		if s.CanRun(id) {
 			return true
 		}
 	}

@@ -15,6 +15,15 @@ const (
 type KeyPattern struct {
 	Perm    uint8 // Read|Write for "~p"
 	Pattern string
+	prefix  bool // Pattern is a literal followed by one '*' (matched without glob)
+}
+
+// isPrefixPattern reports whether p is a literal prefix followed by '*'.
+func isPrefixPattern(p string) bool {
+	if len(p) < 2 || p[len(p)-1] != '*' {
+		return false
+	}
+	return !strings.ContainsAny(p[:len(p)-1], "*?[\\")
 }
 
 // Selector is one set of command, key and channel permissions. A user has a
@@ -22,9 +31,9 @@ type KeyPattern struct {
 // selector allows all of it.
 type Selector struct {
 	cat         *Catalog
-	allowed     []uint64 // bit per command id
-	future      bool     // commands unknown to the catalog (+@all)
-	rules       []string // command rules since the last +@all/-@all
+	allowed     []uint64         // bit per command id
+	future      bool             // commands unknown to the catalog (+@all)
+	firstArgs   map[int][]string // "+select|0": first arguments allowed for a denied command
 	AllKeys     bool
 	Keys        []KeyPattern
 	AllChannels bool
@@ -38,7 +47,12 @@ func newSelector(cat *Catalog) *Selector {
 func (s *Selector) clone() *Selector {
 	n := *s
 	n.allowed = append([]uint64(nil), s.allowed...)
-	n.rules = append([]string(nil), s.rules...)
+	if s.firstArgs != nil {
+		n.firstArgs = make(map[int][]string, len(s.firstArgs))
+		for id, fa := range s.firstArgs {
+			n.firstArgs[id] = append([]string(nil), fa...)
+		}
+	}
 	n.Keys = append([]KeyPattern(nil), s.Keys...)
 	n.Channels = append([]string(nil), s.Channels...)
 	return &n
@@ -64,7 +78,25 @@ func (s *Selector) allCommands(on bool) {
 		s.allowed[i] = v
 	}
 	s.future = on
-	s.rules = nil
+	s.firstArgs = nil
+}
+
+// changePerm allows or denies command id and, for a container command,
+// every subcommand of it (Redis's ACLChangeSelectorPerm), forgetting the
+// first arguments allowed for it.
+func (s *Selector) changePerm(id int, on bool) {
+	s.set(id, on)
+	delete(s.firstArgs, id)
+	for _, sub := range s.cat.subs[id] {
+		s.set(sub, on)
+	}
+}
+
+// applyCategory allows or denies every command of a category.
+func (s *Selector) applyCategory(cat string, on bool) {
+	for _, id := range s.cat.cats[cat] {
+		s.changePerm(id, on)
+	}
 }
 
 // The error texts of ACL SETUSER, as Redis words them.
@@ -121,10 +153,13 @@ func (e *unbalancedError) Error() string {
 }
 
 // apply applies one rule to a user's state.
-func (st *State) apply(cat *Catalog, rule string) error {
+func (st *State) apply(us *Users, rule string) error {
+	cat := us.cat
 	fail := func(err error) error { return &RuleError{Rule: rule, Err: err} }
 	low := strings.ToLower(rule)
 	switch {
+	case rule == "":
+		// an empty rule changes nothing, as in Redis
 	case low == "on":
 		st.Enabled = true
 	case low == "off":
@@ -136,9 +171,10 @@ func (st *State) apply(cat *Catalog, rule string) error {
 		st.NoPass = false
 		st.Passwords = nil
 	case low == "reset":
-		root := newSelector(cat)
-		root.AllChannels = false
-		*st = State{Selectors: []*Selector{root}}
+		*st = *us.newState()
+		st.Sanitize = "sanitize-payload"
+	case low == "sanitize-payload", low == "skip-sanitize-payload":
+		st.Sanitize = low
 	case low == "clearselectors":
 		st.Selectors = st.Selectors[:1]
 	case strings.HasPrefix(rule, ">"):
@@ -162,6 +198,7 @@ func (st *State) apply(cat *Catalog, rule string) error {
 		st.Passwords = append(st.Passwords[:i:i], st.Passwords[i+1:]...)
 	case strings.HasPrefix(rule, "(") && strings.HasSuffix(rule, ")"):
 		sel := newSelector(cat)
+		sel.AllChannels = !us.resetChannels
 		for _, r := range strings.Fields(rule[1 : len(rule)-1]) {
 			if err := sel.apply(r); err != nil {
 				return fail(err)
@@ -238,41 +275,43 @@ func (s *Selector) apply(rule string) error {
 		if !validCategory(cat) {
 			return errUnknownCmd
 		}
-		for _, id := range s.cat.cats[cat] {
-			s.set(id, rule[0] == '+')
-		}
-		s.addRule(low)
+		s.applyCategory(cat, rule[0] == '+')
 	case strings.HasPrefix(rule, "+") || strings.HasPrefix(rule, "-"):
 		name := low[1:]
-		id := s.cat.ID(name)
-		if id < 0 {
-			if p, _, ok := strings.Cut(name, "|"); ok && s.cat.ID(p) >= 0 && len(s.cat.subs[s.cat.ID(p)]) == 0 {
-				return errFirstArg
+		if id := s.cat.ID(name); id >= 0 {
+			s.changePerm(id, rule[0] == '+')
+			return nil
+		}
+		i := strings.LastIndexByte(name, '|')
+		if rule[0] == '-' || i < 0 {
+			return errUnknownCmd
+		}
+		id := s.cat.ID(name[:i])
+		switch {
+		case id < 0:
+			return errUnknownCmd
+		case s.cat.parent[id] >= 0:
+			return errFirstArg
+		case i == len(name)-1 || len(s.cat.subs[id]) > 0:
+			// "debug|" is malformed; "config|nosuch" names no subcommand.
+			if i == len(name)-1 {
+				return errSyntax
 			}
 			return errUnknownCmd
 		}
-		on := rule[0] == '+'
-		s.set(id, on)
-		for _, sub := range s.cat.subs[id] {
-			s.set(sub, on)
+		// "+select|0": a first argument allowed for an otherwise
+		// denied command (Redis 7.0 keeps it, deprecated).
+		fa := name[i+1:]
+		if s.firstArgs == nil {
+			s.firstArgs = map[int][]string{}
 		}
-		s.addRule(low)
+		if indexOf(s.firstArgs[id], fa) < 0 {
+			s.firstArgs[id] = append(s.firstArgs[id], fa)
+		}
 	default:
 		return errSyntax
 	}
 	return nil
-}
-
-// addRule records a command rule, dropping an earlier rule for the same
-// command or category.
-func (s *Selector) addRule(rule string) {
-	kept := s.rules[:0]
-	for _, r := range s.rules {
-		if r[1:] != rule[1:] {
-			kept = append(kept, r)
-		}
-	}
-	s.rules = append(kept, rule)
 }
 
 func (s *Selector) addKeyPattern(rule string) error {
@@ -310,20 +349,76 @@ func (s *Selector) addKeyPattern(rule string) error {
 			return nil
 		}
 	}
-	s.Keys = append(s.Keys, KeyPattern{Perm: perm, Pattern: pat})
+	s.Keys = append(s.Keys, KeyPattern{Perm: perm, Pattern: pat, prefix: isPrefixPattern(pat)})
 	return nil
 }
 
-// describeCommands returns the command rules as Redis shows them.
+// describeCommands returns the command rules as Redis 7.0 shows them: it
+// does not keep the rules as given but describes the permission bitmap,
+// starting from +@all or -@all, then greedily the categories that agree
+// with the bitmap more than they disagree (fewest disagreements first,
+// then most agreements; a chosen category counts as against the bitmap
+// for the next choices), then the single commands that still differ (in
+// name order; Redis's order is its hash table's) and the allowed first
+// arguments.
 func (s *Selector) describeCommands() string {
-	start := "-@all"
+	fake := newSelector(s.cat)
+	var parts []string
+	additive := !s.future
+	sign := "+@"
 	if s.future {
-		start = "+@all"
+		parts = append(parts, "+@all")
+		fake.allCommands(true)
+		sign = "-@"
+	} else {
+		parts = append(parts, "-@all")
 	}
-	if len(s.rules) == 0 {
-		return start
+	temp := s.clone()
+	applied := make([]bool, len(categories))
+	for {
+		best, minDiff, maxSame := -1, int(^uint(0)>>1), 0
+		for j, cat := range categories {
+			if applied[j] {
+				continue
+			}
+			on, off := 0, 0
+			for _, id := range s.cat.cats[cat] {
+				if temp.CanRun(id) {
+					on++
+				} else {
+					off++
+				}
+			}
+			diff, same := on, off
+			if additive {
+				diff, same = off, on
+			}
+			if same > diff && (diff < minDiff || diff == minDiff && same > maxSame) {
+				best, minDiff, maxSame = j, diff, same
+			}
+		}
+		if best < 0 {
+			break
+		}
+		fake.applyCategory(categories[best], additive)
+		temp.applyCategory(categories[best], !additive)
+		parts = append(parts, sign+categories[best])
+		applied[best] = true
 	}
-	return start + " " + strings.Join(s.rules, " ")
+	for id, name := range s.cat.names {
+		if u := s.CanRun(id); u != fake.CanRun(id) {
+			sign := "-"
+			if u {
+				sign = "+"
+			}
+			parts = append(parts, sign+name)
+			fake.changePerm(id, u)
+		}
+		for _, fa := range s.firstArgs[id] {
+			parts = append(parts, "+"+name+"|"+fa)
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 // DescribeKeys returns the key patterns as GETUSER shows them.

@@ -22,6 +22,9 @@ type Config struct {
 	// Timestamps writes "#TS:<unix>" annotations (aof-timestamp-enabled).
 	Timestamps bool
 	Log        *slog.Logger
+	// OnFsync, when set, is told how long each fsync took and under which
+	// policy (the server's latency monitor).
+	OnFsync func(d time.Duration, p Policy)
 }
 
 // Snapshotter writes a point-in-time RDB of the dataset to w, calling
@@ -134,6 +137,7 @@ func (a *AOF) Resume(baseSize int64) (bool, error) {
 	a.baseSize.Store(baseSize)
 	a.rewriteBase.Store(a.sizeLocked())
 	w := NewWriter(f, fi.Name, st.Size(), a.cfg.Fsync, a.log)
+	w.OnFsync = a.cfg.OnFsync
 	w.SetTimestamps(a.cfg.Timestamps)
 	a.w.Store(w)
 	a.deleteHistoryLocked()
@@ -251,6 +255,7 @@ func (a *AOF) rewrite(ctx context.Context, snap Snapshotter) error {
 			return
 		}
 		w := NewWriter(f, inc.Name, 0, a.cfg.Fsync, a.log)
+		w.OnFsync = a.cfg.OnFsync
 		w.SetTimestamps(a.cfg.Timestamps)
 		a.w.Store(w)
 		if a.closed.Load() && a.w.CompareAndSwap(w, nil) { // Close ran meanwhile

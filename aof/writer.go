@@ -71,6 +71,10 @@ type segment struct {
 // stream since the Writer started: Fed() is the end of what was fed,
 // Synced() the end of what is known durable.
 type Writer struct {
+	// OnFsync, when set before the first write, is told each fsync's
+	// duration and policy (Config.OnFsync).
+	OnFsync func(d time.Duration, p Policy)
+
 	log        *slog.Logger
 	policy     atomic.Int32
 	timestamps atomic.Bool
@@ -504,9 +508,13 @@ type keptError struct{ error }
 
 func (w *Writer) sync(f *os.File) error {
 	w.mu.Lock()
-	w.fsyncing = time.Now().UnixNano()
+	start := time.Now()
+	w.fsyncing = start.UnixNano()
 	w.mu.Unlock()
 	err := fdatasync(f)
+	if w.OnFsync != nil {
+		w.OnFsync(time.Since(start), w.Policy())
+	}
 	w.mu.Lock()
 	w.fsyncing = 0
 	w.cond.Broadcast()

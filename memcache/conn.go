@@ -59,6 +59,9 @@ type conn struct {
 	quit    bool
 	detach  bool // leave the event loop before the next command (a busy script)
 
+	// tio drives a TLS connection served by a loop (netpoll/tls.go).
+	tio *netpoll.TLSStream
+
 	toks    [][]byte // tokens of the current line (views into in)
 	jargs   [][]byte // journal arguments (reused)
 	now     int64    // unix ms of the current read: one clock read per batch, not per command
@@ -80,7 +83,13 @@ func (c *conn) Readable(fd int, nowNanos int64) netpoll.Action {
 	if c.w == len(c.in) {
 		c.makeRoom()
 	}
-	n, err := netpoll.Read(fd, c.in[c.w:])
+	var n int
+	var err syscall.Errno
+	if c.tio != nil {
+		c.in, n, err = c.tio.Read(fd, c.in, c.w) // TLS: decrypted
+	} else {
+		n, err = netpoll.Read(fd, c.in[c.w:])
+	}
 	if err == syscall.EAGAIN || err == syscall.EINTR {
 		return netpoll.Keep
 	}
@@ -105,10 +114,24 @@ func (c *conn) Readable(fd int, nowNanos int64) netpoll.Action {
 	return netpoll.Keep
 }
 
-func (c *conn) Output() []byte { return c.out[c.outPos:] }
+func (c *conn) Output() []byte {
+	if c.tio != nil {
+		if c.outPos < len(c.out) {
+			c.tio.Encrypt(c.out[c.outPos:])
+			c.outPos = 0
+			c.resetOut()
+		}
+		return c.tio.Output()
+	}
+	return c.out[c.outPos:]
+}
 
 func (c *conn) Wrote(n int) {
 	c.s.stats.bytesWritten.Add(int64(n))
+	if c.tio != nil {
+		c.tio.Wrote(n)
+		return
+	}
 	c.outPos += n
 	if c.outPos == len(c.out) {
 		c.resetOut()
@@ -127,6 +150,9 @@ func (c *conn) Detached(fd int) {
 		c.s.log.Warn("memcached: leaving the event loop", "err", err)
 		c.s.dropConn(c)
 		return
+	}
+	if c.tio != nil { // TLS: the goroutine serves the same tls.Conn
+		nc, c.tio = c.tio.Pass(nc), nil
 	}
 	c.mu.Lock()
 	c.nc, c.loop, c.fd = nc, nil, -1
@@ -162,7 +188,7 @@ func (c *conn) resetOut() {
 func (c *conn) serve() {
 	defer c.s.dropConn(c)
 	defer c.nc.Close()
-	leftByLoop := c.r < c.w // requests an event loop read but did not run
+	leftByLoop := c.r < c.w // requests an event loop read (or a TLS handshake brought) but did not run
 	for {
 		if c.w == len(c.in) {
 			c.makeRoom()

@@ -141,6 +141,7 @@ type Server struct {
 	mu        sync.Mutex
 	listeners []net.Listener
 	conns     map[*conn]struct{}
+	admitting map[net.Conn]struct{} // connections inside ServeAdmit's admit
 	closed    bool
 	flushT    *time.Timer // pending delayed flush_all
 	nextLoop  int
@@ -181,10 +182,94 @@ func (s *Server) Serve(ln net.Listener) {
 	s.listeners = append(s.listeners, ln)
 	s.mu.Unlock()
 	s.wg.Add(1)
-	go s.acceptLoop(ln)
+	go s.acceptLoop(ln, nil)
 }
 
-func (s *Server) acceptLoop(ln net.Listener) {
+// Admitted is ServeAdmit's verdict on a connection.
+type Admitted struct {
+	// Conn is the connection to serve (a *tls.Conn over the accepted
+	// socket, say); nil refuses it (admit has answered and closed it).
+	Conn net.Conn
+	// Stream, when set, lets an event loop serve Conn: the loop adopts Raw
+	// and reads and writes through Stream (netpoll/tls.go).
+	Stream *netpoll.TLSStream
+	Raw    *net.TCPConn
+}
+
+// ServeAdmit is Serve for a listener whose connections need work before
+// they can be judged (TLS: the handshake, then the client certificate).
+// admit runs on the connection's own goroutine, instead of Config.Accept;
+// an admitted connection goes to an event loop when it comes with a Stream
+// and there are loops, else it is served on that goroutine.
+func (s *Server) ServeAdmit(ln net.Listener, admit func(nc net.Conn) Admitted) {
+	s.mu.Lock()
+	s.listeners = append(s.listeners, ln)
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go s.acceptLoop(ln, admit)
+}
+
+// admitted runs admit on nc and serves it when admitted.
+func (s *Server) admitted(nc net.Conn, admit func(nc net.Conn) Admitted) {
+	defer s.wg.Done()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	if s.admitting == nil {
+		s.admitting = map[net.Conn]struct{}{}
+	}
+	s.admitting[nc] = struct{}{} // Close closes it mid-handshake
+	s.mu.Unlock()
+	a := admit(nc)
+	s.mu.Lock()
+	delete(s.admitting, nc)
+	s.mu.Unlock()
+	if a.Conn == nil {
+		s.stats.rejectedConns.Add(1)
+		return
+	}
+	c := newConn(s, a.Conn)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		a.Conn.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	var loop *netpoll.Loop
+	if len(s.cfg.Loops) > 0 && a.Stream != nil {
+		loop = s.cfg.Loops[s.nextLoop%len(s.cfg.Loops)]
+		s.nextLoop++
+	}
+	s.mu.Unlock()
+	s.stats.currConns.Add(1)
+	s.stats.totalConns.Add(1)
+	if loop != nil {
+		a.Stream.Buffer()
+		buf, n, end := a.Stream.Decrypt(c.in, c.w)
+		c.in = buf
+		if n == 0 && !end {
+			c.tio = a.Stream
+			err := loop.Adopt(a.Raw, c, func(fd int) {
+				c.mu.Lock()
+				c.nc, c.loop, c.fd = nil, loop, fd
+				c.mu.Unlock()
+			})
+			if err == nil {
+				return
+			}
+			c.tio = nil
+		}
+		c.w += n // input that came with the handshake: served first
+		a.Stream.Pass(a.Raw)
+	}
+	c.serve()
+}
+
+func (s *Server) acceptLoop(ln net.Listener, admit func(nc net.Conn) Admitted) {
 	defer s.wg.Done()
 	for {
 		nc, err := ln.Accept()
@@ -198,6 +283,11 @@ func (s *Server) acceptLoop(ln net.Listener) {
 		}
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
+		}
+		if admit != nil {
+			s.wg.Add(1)
+			go s.admitted(nc, admit)
+			continue
 		}
 		if s.cfg.Accept != nil {
 			if refuse := s.cfg.Accept(nc.RemoteAddr()); refuse != "" {
@@ -264,6 +354,9 @@ func (s *Server) Close() error {
 	conns := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
 		conns = append(conns, c)
+	}
+	for nc := range s.admitting {
+		nc.Close()
 	}
 	if s.flushT != nil {
 		s.flushT.Stop()

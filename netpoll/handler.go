@@ -1,7 +1,8 @@
 // Package netpoll serves many non-blocking TCP and Unix-socket connections from a few
 // goroutines with epoll, the way redis-server and memcached do. Both of
 // Damselfly's front ends (RESP in package server, the memcached protocol in
-// package memcache) run their connections on the same loops.
+// package memcache) run their connections on the same loops, TLS ones
+// included (tls.go bridges crypto/tls to a handler's buffers).
 //
 // Why: a goroutine per connection costs a goroutine wake-up (and a futex
 // hand-off) per request when clients do not pipeline, about 40% more CPU

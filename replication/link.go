@@ -169,8 +169,14 @@ func (l *link) reply(cr *cmdReader) (string, error) {
 // breaks.
 func (l *link) session() error {
 	l.state.Store(linkConnecting)
-	d := net.Dialer{Timeout: 5 * time.Second}
-	conn, err := d.DialContext(l.ctx, "tcp", l.addr())
+	var conn net.Conn
+	var err error
+	if dial := l.n.cfg.Dial; dial != nil {
+		conn, err = dial(l.ctx, l.addr())
+	} else {
+		d := net.Dialer{Timeout: 5 * time.Second}
+		conn, err = d.DialContext(l.ctx, "tcp", l.addr())
+	}
 	if err != nil {
 		return err
 	}

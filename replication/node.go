@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"io"
 	"log/slog"
+	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -45,6 +46,9 @@ type Config struct {
 	PingPeriod time.Duration
 	// Timeout is repl-timeout (60s): a silent primary link is dropped.
 	Timeout time.Duration
+	// Dial, when set, opens the connection to the primary (the server's
+	// TLS dialer with tls-replication yes); nil dials plain TCP.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 func (c *Config) defaults() {

@@ -118,12 +118,14 @@ func (s *Server) newAOF() *aof.AOF {
 	dir := s.cfg.dir
 	s.cfg.mu.RUnlock()
 	return aof.New(aof.Config{Dir: dir, DirName: s.aof.dirname, FileName: s.aof.filename,
-		Fsync: aof.Policy(s.aof.policy.Load()), Timestamps: s.aof.timestamps.Load(), Log: s.log})
+		Fsync: aof.Policy(s.aof.policy.Load()), Timestamps: s.aof.timestamps.Load(), Log: s.log,
+		OnFsync: s.aofFsyncLatency}) // latency.go
 }
 
 // journalWrite is the journal: every committed write goes to the AOF (when
 // on) and to the replication stream, under the writer's shard locks.
 func (s *Server) journalWrite(db int, args [][]byte) int64 {
+	s.migrationTap(db, args) // cluster_migrate.go
 	if a := s.aof.a.Load(); a != nil {
 		a.Feed(db, args)
 	}

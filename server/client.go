@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/damselflydb/damselfly/acl"
 	"github.com/damselflydb/damselfly/netpoll"
 )
 
@@ -124,9 +125,27 @@ type Client struct {
 	aofLoading bool
 	// gate is the event loop's busy-script gate (script.go), nil off loops.
 	gate *loopGate
+	// tio is a TLS client's encryption while a loop serves it (tlsloop.go).
+	tio *tlsLoopIO
 	// kseMark is 1 + the length of out when the running command raised its
 	// first keyspace event (0: none); see notify.go.
 	kseMark int
+
+	user atomic.Pointer[acl.User] // the ACL user (acl.go); nil: internal, unrestricted
+
+	// Command statistics (cmdstats.go): the command being dispatched (an
+	// error before it runs is a rejection), errors written, the counter slot.
+	rejectable *command
+	errCount   uint32
+	statSlot   uint8
+	monitoring bool   // in MONITOR mode (monitor.go)
+	callErr    string // the last error redis.call got (cmdstats.go)
+	// Client-side caching (tracking.go) and CLIENT's per-connection
+	// switches: NO-EVICT, NO-TOUCH, SETINFO (clientadmin.go).
+	track clientTrack
+	admin clientAdmin
+	// cl is the connection's cluster state: READONLY, ASKING (cluster.go).
+	cl clusterSession
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -146,8 +165,10 @@ func (s *Server) newClient(nc net.Conn) *Client {
 		c.isUnix = true
 		c.addr = "/unixsocket:0"
 	}
-	c.authed = s.cfg.requirePass() == ""
+	c.user.Store(s.acl.def)
+	c.authed = s.aclNoAuthNeeded()
 	c.p.authed = c.authed
+	c.statSlot = uint8(c.id) & uint8(s.obs.nslots-1)
 	c.p.maxBulk = int(s.cfg.protoMaxBulkLen.Load())
 	c.lastSeen.Store(time.Now().UnixNano())
 	c.view.multi.Store(-1)
@@ -280,6 +301,7 @@ func (c *Client) execute(args [][]byte) {
 		mark, mode := c.reply.begin(c)
 		defer c.reply.after(c, mark, mode)
 	}
+	c.dispatching(nil) // cmdstats.go: no command yet (an unknown one is nobody's rejection)
 	name := c.lowerName(args[0])
 	cmd := c.srv.cmds[name]
 	if cmd == nil {
@@ -296,6 +318,10 @@ func (c *Client) execute(args [][]byte) {
 		}
 		cmd = sub
 	}
+	c.dispatching(cmd)                         // cmdstats.go: errors from here on are rejections
+	if c.monitoring && c.monitorRefuses(cmd) { // monitor.go
+		return
+	}
 	if !cmd.arityOK(args) {
 		c.err("ERR wrong number of arguments for '" + cmd.name + "' command")
 		c.txFlag()
@@ -304,11 +330,20 @@ func (c *Client) execute(args [][]byte) {
 	if c.debugDenied(cmd) {
 		return
 	}
-	if !c.authed && !cmd.noAuth {
+	if !c.authed && !cmd.noAuth && !c.srv.aclNoAuthNeeded() { // acl.go: as Redis, a nopass default admits everyone
 		c.err("NOAUTH Authentication required.")
 		return
 	}
+	if c.aclDenied(cmd, args) { // acl.go
+		return
+	}
+	if c.srv.cluster != nil && c.clusterCheck(cmd, args) { // cluster.go
+		return
+	}
 	if c.srv.scripts.busy.Load() != nil && !c.waitBusy(cmd, args) { // script.go
+		return
+	}
+	if c.srv.pause.kind.Load() != pauseOff && c.pausedWait(cmd) { // clientadmin.go
 		return
 	}
 	if c.srv.shutdownRefused(c) {
@@ -349,7 +384,6 @@ func (c *Client) execute(args [][]byte) {
 		c.err("READONLY You can't write against a read only replica.")
 		return
 	}
-	c.srv.stats.commands.Add(1)
 	c.lastCmd.Store(cmd)
 	defer func() {
 		if r := recover(); r != nil {
@@ -358,9 +392,15 @@ func (c *Client) execute(args [][]byte) {
 		}
 	}()
 	c.propagate = args
-	start := c.watchStart()
+	start, errs := c.cmdBegin(cmd, args), c.errCount
+	if c.track.on || c.admin.noTouch.Load() {
+		c.beforeCommand(cmd, args) // clientadmin.go
+	}
 	cmd.fn(c, args)
-	c.watchEnd(cmd, args, start)
+	if c.track.on || len(c.track.own) > 0 {
+		c.trackAfter(cmd) // tracking.go
+	}
+	c.cmdDone(cmd, args, start, errs, callDirect)
 	c.srv.kseAfter(c) // notify.go
 	c.propagate, c.propagateMany = nil, nil
 }
@@ -465,6 +505,6 @@ func (c *Client) info() string {
 	sb.WriteString(" sub=" + itoa(int64(sub[kindChannel].Load())) + " psub=" + itoa(int64(sub[kindPattern].Load())) +
 		" ssub=" + itoa(int64(sub[kindShard].Load())) + " multi=" + itoa(int64(c.view.multi.Load())))
 	sb.WriteString(c.bufferFields())
-	sb.WriteString(" events=r cmd=" + last + " user=default redir=-1 resp=" + itoa(int64(c.view.proto.Load())))
+	sb.WriteString(" events=r cmd=" + last + " user=" + c.userName() + " redir=" + itoa(c.trackRedir()) + " resp=" + itoa(int64(c.view.proto.Load())) + c.libFields())
 	return sb.String()
 }

@@ -67,6 +67,9 @@ func (c *Client) setIn(buf []byte) {
 
 // connFD is the file descriptor behind nc (-1 when it has none).
 func connFD(nc net.Conn) int32 {
+	if tc, ok := nc.(interface{ NetConn() net.Conn }); ok { // TLS: the socket under it
+		nc = tc.NetConn()
+	}
 	sc, ok := nc.(interface {
 		SyscallConn() (syscall.RawConn, error)
 	})
@@ -98,6 +101,10 @@ func (c *Client) listFlags() string {
 	if c.blocked.Load() != nil {
 		f = append(f, 'b')
 	}
+	if c.isMonitor() {
+		f = append(f, 'O')
+	}
+	f = c.adminListFlags(f) // clientadmin.go: t R B (tracking), e (no-evict), T (no-touch)
 	if len(f) == 0 {
 		return "N"
 	}

@@ -61,6 +61,7 @@ func configParams() map[string]configParam {
 				s.cfg.mu.Lock()
 				s.cfg.pass = v
 				s.cfg.mu.Unlock()
+				s.acl.users.SetDefaultPassword(v) // requirepass is the default user's password
 				return nil
 			},
 		},
@@ -174,9 +175,13 @@ func configParams() map[string]configParam {
 	keySaveDelayParam(m)
 	aofParams(m)
 	scriptingParams(m)
+	aclParams(m)
 	unixSocketParams(m)
+	tlsParams(m)
 	notifyParams(m)
 	lfuParams(m)
+	observeParams(m)
+	trackingParams(m)
 	return m
 }
 
@@ -298,20 +303,25 @@ func cmdConfig(c *Client, args [][]byte) {
 		for i := 2; i < len(args); i += 2 {
 			name := lower(args[i])
 			if err := params[name].set(c.srv, string(args[i+1])); err != nil {
+				c.srv.tlsConfigRevert()
 				c.err("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error())
 				return
 			}
 		}
+		if name, err := c.srv.tlsConfigApply(); err != nil {
+			c.err("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error())
+			return
+		}
 		c.ok()
 	case "resetstat":
-		c.srv.stats.commands.Store(0)
+		c.srv.resetObserveStats() // cmdstats.go
 		c.srv.stats.connections.Store(0)
 		c.srv.stats.rejected.Store(0)
 		c.srv.stats.keyHits.Store(0)
 		c.srv.stats.keyMisses.Store(0)
 		c.ok()
 	case "rewrite":
-		c.err("ERR The server is running without a config file")
+		c.configRewrite() // conffile.go
 	case "help":
 		c.array(1)
 		c.simple("CONFIG <subcommand> [<arg> ...]. Subcommands are: GET <pattern>, SET <directive> <value>, RESETSTAT, HELP.")

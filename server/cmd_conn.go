@@ -1,11 +1,5 @@
 package server
 
-import (
-	"crypto/subtle"
-	"strconv"
-	"strings"
-)
-
 func registerConnection(reg registrar) {
 	reg("ping", -1, "fast|x-no-data|x-pubsub-context", 0, 0, 0, "connection", cmdPing)
 	reg("echo", 2, "fast|x-no-data", 0, 0, 0, "connection", func(c *Client, a [][]byte) { c.bulk(a[1]) })
@@ -24,6 +18,16 @@ func registerConnection(reg registrar) {
 	reg("client|no-evict", 3, "admin|noscript|loading|stale", 0, 0, 0, "connection", cmdClient)
 	reg("client|help", 2, "loading|stale", 0, 0, 0, "connection", cmdClient)
 	reg("client|reply", 3, "noscript|loading|stale", 0, 0, 0, "connection", cmdClient)
+	// clientadmin.go, tracking.go: TRACKING detaches (its invalidations
+	// come from other goroutines) and sets shard hooks (x-own-locks).
+	reg("client|tracking", -3, "noscript|loading|stale|x-detach|x-own-locks", 0, 0, 0, "connection", cmdClient)
+	reg("client|caching", 3, "noscript|loading|stale", 0, 0, 0, "connection", cmdClient)
+	reg("client|getredir", 2, "noscript|loading|stale", 0, 0, 0, "connection", cmdClient)
+	reg("client|trackinginfo", 2, "noscript|loading|stale", 0, 0, 0, "connection", cmdClient)
+	reg("client|pause", -3, "admin|noscript|loading|stale", 0, 0, 0, "connection", cmdClient)
+	reg("client|unpause", 2, "admin|noscript|loading|stale", 0, 0, 0, "connection", cmdClient)
+	reg("client|no-touch", 3, "noscript|loading|stale", 0, 0, 0, "connection", cmdClient)
+	reg("client|setinfo", 4, "noscript|loading|stale", 0, 0, 0, "connection", cmdClient)
 	reg("reset", 1, "no_auth|fast|x-tx-control|x-pubsub-context", 0, 0, 0, "connection", cmdReset)
 }
 
@@ -48,17 +52,10 @@ func cmdPing(c *Client, args [][]byte) {
 	}
 }
 
-// checkAuth validates a username/password pair against requirepass (only
-// the "default" user exists).
-func (c *Client) checkAuth(user, pass []byte) bool {
-	want := c.srv.cfg.requirePass()
-	if user != nil && string(user) != "default" {
-		return false
-	}
-	if want == "" {
-		return true
-	}
-	return subtle.ConstantTimeCompare(pass, []byte(want)) == 1
+// checkAuth logs the client in as user (nil: "default") with pass
+// (acl.go; a failure is logged in the ACL log under cmdName).
+func (c *Client) checkAuth(user, pass, cmdName []byte) bool {
+	return c.aclAuthenticate(user, pass, cmdName)
 }
 
 func (c *Client) setAuthed() {
@@ -74,14 +71,14 @@ func cmdAuth(c *Client, args [][]byte) {
 	var user, pass []byte
 	if len(args) == 2 {
 		pass = args[1]
-		if c.srv.cfg.requirePass() == "" {
+		if c.srv.aclDefaultNoPass() {
 			c.err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 			return
 		}
 	} else {
 		user, pass = args[1], args[2]
 	}
-	if !c.checkAuth(user, pass) {
+	if !c.checkAuth(user, pass, args[0]) {
 		c.err("WRONGPASS invalid username-password pair or user is disabled.")
 		return
 	}
@@ -110,7 +107,7 @@ func cmdHello(c *Client, args [][]byte) {
 	for ; i < len(args); i++ {
 		switch {
 		case eq(args[i], "auth") && i+2 < len(args):
-			if !c.checkAuth(args[i+1], args[i+2]) {
+			if !c.checkAuth(args[i+1], args[i+2], args[0]) {
 				c.err("WRONGPASS invalid username-password pair or user is disabled.")
 				return
 			}
@@ -149,7 +146,7 @@ func cmdHello(c *Client, args [][]byte) {
 	c.bulkString("id")
 	c.int(c.id)
 	c.bulkString("mode")
-	c.bulkString("standalone")
+	c.bulkString(c.srv.redisMode())
 	c.bulkString("role")
 	c.bulkString(c.srv.role())
 	c.bulkString("modules")
@@ -186,15 +183,15 @@ func cmdReset(c *Client, args [][]byte) {
 	c.mu.Lock()
 	c.name = ""
 	c.mu.Unlock()
-	if c.srv.cfg.requirePass() != "" {
-		c.authed = false
-		c.p.authed = false
-	}
+	c.aclReset()
 	c.simple("RESET")
 }
 
 func cmdClient(c *Client, args [][]byte) {
 	sub := lower(args[1])
+	if c.clientAdminCmd(sub, args) { // clientadmin.go
+		return
+	}
 	switch sub {
 	case "id":
 		c.int(c.id)
@@ -222,21 +219,10 @@ func cmdClient(c *Client, args [][]byte) {
 		}
 	case "info":
 		c.verbatim(c.info() + "\n")
-	case "list":
-		var sb strings.Builder
-		for _, o := range c.srv.clientList() {
-			sb.WriteString(o.info())
-			sb.WriteByte('\n')
-		}
-		c.verbatim(sb.String())
-	case "kill":
-		c.clientKill(args[2:])
 	case "unblock":
 		c.clientUnblock(args)
 	case "reply":
 		c.clientReply(args)
-	case "setinfo", "no-evict", "no-touch":
-		c.ok()
 	case "help":
 		c.array(1)
 		c.simple("CLIENT <subcommand> [<arg> ...]. Subcommands are: ID, SETNAME, GETNAME, INFO, LIST, KILL, UNBLOCK, HELP.")
@@ -271,75 +257,6 @@ func (c *Client) clientUnblock(args [][]byte) {
 	target := c.srv.clients[id]
 	c.srv.clientsMu.Unlock()
 	c.boolInt(target != nil && target.unblock(how))
-}
-
-func (c *Client) clientKill(args [][]byte) {
-	if len(args) == 1 {
-		// Old form: CLIENT KILL addr:port.
-		for _, o := range c.srv.clientList() {
-			if o.addr == string(args[0]) && o != c {
-				o.kill()
-				c.ok()
-				return
-			}
-		}
-		c.err("ERR No such client")
-		return
-	}
-	if len(args) == 0 || len(args)%2 != 0 {
-		c.errSyntax()
-		return
-	}
-	var id int64 = -1
-	var addr, laddr string
-	skipMe := true
-	for i := 0; i < len(args); i += 2 {
-		v := string(args[i+1])
-		switch lower(args[i]) {
-		case "id":
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n <= 0 {
-				c.err("ERR client-id should be greater than 0")
-				return
-			}
-			id = n
-		case "addr":
-			addr = v
-		case "laddr":
-			laddr = v
-		case "skipme":
-			switch strings.ToLower(v) {
-			case "yes":
-				skipMe = true
-			case "no":
-				skipMe = false
-			default:
-				c.errSyntax()
-				return
-			}
-		case "type", "user", "maxage":
-		default:
-			c.errSyntax()
-			return
-		}
-	}
-	var killed int64
-	for _, o := range c.srv.clientList() {
-		if (id >= 0 && o.id != id) || (addr != "" && o.addr != addr) || (laddr != "" && o.laddr != laddr) {
-			continue
-		}
-		if o == c {
-			if skipMe {
-				continue
-			}
-			c.closed.Store(true) // closed after this reply is written
-			killed++
-			continue
-		}
-		o.kill()
-		killed++
-	}
-	c.int(killed)
 }
 
 // kill closes the client's connection; its goroutine or loop notices and

@@ -401,6 +401,7 @@ func debugReload(c *Client, args [][]byte) {
 	defer f.Close()
 	set := c.lockAll()
 	s.flush(-1, true)
+	c.trackFlushed() // tracking.go
 	c.unlock(set)
 	if err := s.loadFrom(f, path); err != nil {
 		s.log.Error("DEBUG RELOAD: the dump cannot be loaded; the dataset is now empty", "err", err)

@@ -105,6 +105,7 @@ func cmdFlushDB(c *Client, args [][]byte) {
 	set := c.lockAll()
 	defer c.unlock(set)
 	c.srv.flush(c.db, async)
+	c.trackFlushed() // tracking.go: null invalidation to every tracking client
 	c.ok()
 }
 
@@ -116,6 +117,7 @@ func cmdFlushAll(c *Client, args [][]byte) {
 	set := c.lockAll()
 	defer c.unlock(set)
 	c.srv.flush(-1, async)
+	c.trackFlushed() // tracking.go: null invalidation to every tracking client
 	c.ok()
 }
 
@@ -364,8 +366,11 @@ func cmdInfo(c *Client, args [][]byte) {
 
 // infoText renders INFO with Redis's field names.
 func (s *Server) infoText(c *Client, sections map[string]bool) string {
-	all := len(sections) == 0 || sections["all"] || sections["everything"] || sections["default"]
+	every := sections["all"] || sections["everything"]
+	all := len(sections) == 0 || every || sections["default"]
 	want := func(name string) bool { return all || sections[name] }
+	// wantExtra: sections only "all" and "everything" include (cmdstats.go).
+	wantExtra := func(name string) bool { return every || sections[name] }
 	var b strings.Builder
 	section := func(name string) {
 		if b.Len() > 0 {
@@ -379,7 +384,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		section("Server")
 		field("redis_version", RedisVersion)
 		field("damselfly_version", Version)
-		field("redis_mode", "standalone")
+		field("redis_mode", s.redisMode())
 		field("os", runtime.GOOS+" "+runtime.GOARCH)
 		field("arch_bits", 64)
 		field("multiplexing_api", "goroutines")
@@ -392,7 +397,9 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		field("uptime_in_days", uptime/86400)
 		field("hz", 10)
 		field("executable", executable())
+		field("config_file", s.confFile) // conffile.go
 		field("shards", len(s.store.Shards()))
+		s.infoExporterFields("server", c, field) // info_exporter.go
 	}
 	if want("clients") {
 		section("Clients")
@@ -402,6 +409,8 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		field("connected_clients", n)
 		field("maxclients", s.limitsConn.max.Load())
 		field("blocked_clients", s.blockedClients())
+		s.infoExporterFields("clients", c, field)
+		field("tracking_clients", s.track.users.Load()) // tracking.go
 	}
 	if want("memory") {
 		section("Memory")
@@ -421,6 +430,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		field("go_heap_alloc", ms.HeapAlloc)
 		field("go_gc_cycles", ms.NumGC)
 		field("go_gc_pause_total_ns", ms.PauseTotalNs)
+		s.infoExporterFields("memory", c, field)
 	}
 	if want("persistence") {
 		section("Persistence")
@@ -429,7 +439,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 	if want("stats") {
 		section("Stats")
 		field("total_connections_received", s.stats.connections.Load())
-		field("total_commands_processed", s.stats.commands.Load())
+		field("total_commands_processed", s.totalCommands())
 		field("rejected_connections", s.stats.rejected.Load())
 		field("client_output_buffer_limit_disconnections", s.stats.outputLimitDisconnects.Load()) // Redis 7.2's name
 		s.watchdogInfo(field)
@@ -451,6 +461,9 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		chans, pats := s.pubsubCounts()
 		field("pubsub_channels", chans)
 		field("pubsub_patterns", pats)
+		field("total_error_replies", s.obs.errTotal.Load())
+		s.infoExporterFields("stats", c, field)
+		s.infoTrackingStats(field) // tracking.go
 	}
 	if want("replication") {
 		section("Replication")
@@ -462,6 +475,23 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 		field("used_cpu_sys", fmt.Sprintf("%.6f", float64(ru.Stime.Sec)+float64(ru.Stime.Usec)/1e6))
 		field("used_cpu_user", fmt.Sprintf("%.6f", float64(ru.Utime.Sec)+float64(ru.Utime.Usec)/1e6))
+		s.infoExporterFields("cpu", c, field)
+	}
+	if wantExtra("commandstats") {
+		section("Commandstats")
+		s.infoCommandStats(&b)
+	}
+	if want("errorstats") {
+		section("Errorstats")
+		s.infoErrorStats(&b)
+	}
+	if wantExtra("latencystats") {
+		section("Latencystats")
+		s.infoLatencyStats(&b)
+	}
+	if want("cluster") {
+		section("Cluster")
+		s.infoCluster(field) // cluster.go
 	}
 	if want("keyspace") {
 		section("Keyspace")

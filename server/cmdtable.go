@@ -143,6 +143,7 @@ func splitList(s string) []string {
 func (cmd *command) setFlags(fl []string) {
 	cmd.flags = fl
 	cmd.write, cmd.noAuth, cmd.denyOOM, cmd.noScript, cmd.noMulti, cmd.blocking = false, false, false, false, false, false
+	cmd.fast, cmd.admin, cmd.skipMonitor, cmd.skipSlowlog = false, false, false, false
 	for _, f := range fl {
 		switch f {
 		case "write":
@@ -157,6 +158,14 @@ func (cmd *command) setFlags(fl []string) {
 			cmd.noMulti = true
 		case "blocking":
 			cmd.blocking = true
+		case "fast":
+			cmd.fast = true
+		case "admin":
+			cmd.admin = true
+		case "skip_monitor":
+			cmd.skipMonitor = true
+		case "skip_slowlog":
+			cmd.skipSlowlog = true
 		}
 	}
 }

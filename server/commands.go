@@ -41,6 +41,16 @@ type command struct {
 	parent *command            // the container of a subcommand
 	subs   map[string]*command // subcommands by lower-case name
 	fn     func(c *Client, args [][]byte)
+
+	// ACL (acl.go): the command's id in the ACL catalog, the key access
+	// each key spec needs (aclNotKey: not a key), its channel arguments.
+	aclID    int32
+	aclPerms []uint8
+	aclChans uint8
+	// Observability (cmdstats.go): counters, and the Redis flags that
+	// SLOWLOG, MONITOR and the latency monitor read.
+	stats                                 *cmdStats
+	fast, admin, skipMonitor, skipSlowlog bool
 }
 
 // registration is what a reg call said, kept to check it against Redis's
@@ -83,6 +93,11 @@ func buildCommandTable() *cmdTable {
 	registerGeo(reg)
 	registerSort(reg)
 	registerLCS(reg)
+	registerACL(reg)
+	registerSlowlog(reg) // slowlog.go
+	registerLatency(reg) // latency.go
+	registerMonitor(reg) // monitor.go
+	registerCluster(reg)
 	t.addDocs()
 	return t
 }

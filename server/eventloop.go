@@ -51,6 +51,7 @@ func (s *Server) adopt(c *Client, tc netpoll.Conn) error {
 		c.connMu.Lock()
 		c.nc, c.loop, c.fd = nil, l, fd
 		c.gate = s.scripts.gateOf(l)
+		c.statSlot = s.statSlotOf(l)
 		c.connMu.Unlock()
 		c.view.fd.Store(int32(fd))
 	})
@@ -65,7 +66,13 @@ func (lc *loopClient) Readable(fd int, now int64) netpoll.Action {
 	if c.w == len(c.in) {
 		c.makeRoom()
 	}
-	n, err := netpoll.Read(fd, c.in[c.w:])
+	var n int
+	var err syscall.Errno
+	if c.tio != nil {
+		n, err = c.tio.read(fd, c) // TLS: decrypted (tlsloop.go)
+	} else {
+		n, err = netpoll.Read(fd, c.in[c.w:])
+	}
 	if err == syscall.EAGAIN || err == syscall.EINTR {
 		return netpoll.Keep
 	}
@@ -102,9 +109,18 @@ func (lc *loopClient) Readable(fd int, now int64) netpoll.Action {
 	return netpoll.Keep
 }
 
-func (lc *loopClient) Output() []byte { return lc.out[lc.outPos:] }
+func (lc *loopClient) Output() []byte {
+	if lc.tio != nil {
+		return lc.tio.output((*Client)(lc))
+	}
+	return lc.out[lc.outPos:]
+}
 
 func (lc *loopClient) Wrote(n int) {
+	if lc.tio != nil {
+		lc.tio.wrote(n)
+		return
+	}
 	lc.outPos += n
 	if lc.outPos == len(lc.out) {
 		(*Client)(lc).resetOut()
@@ -128,6 +144,9 @@ func (lc *loopClient) Detached(fd int) {
 		c.srv.log.Warn("event loop: cannot detach connection", "client", c.id, "err", err)
 		lc.Closed()
 		return
+	}
+	if c.tio != nil { // TLS: the goroutine serves the same tls.Conn
+		nc, c.tio = c.tio.detached(nc), nil
 	}
 	c.connMu.Lock()
 	c.nc, c.loop, c.fd = nc, nil, -1

@@ -89,6 +89,9 @@ func (s *Server) admitWrite(sh *shard.Shard) bool {
 	if limit == 0 || sh.IsReplica() {
 		return true
 	}
+	if s.pause.expiryPaused() {
+		return true // CLIENT PAUSE keeps the dataset constant (clientadmin.go)
+	}
 	policy := evictionPolicy(s.evict.policy.Load())
 	if policy == noEviction {
 		return s.usedMem.Load() <= limit

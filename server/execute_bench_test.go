@@ -16,8 +16,14 @@ func benchClient(b *testing.B) *Client {
 	return c
 }
 
-func benchRequests(b *testing.B, cmd string, n int) {
+func benchRequests(b *testing.B, cmd string, n int) { benchRequestsWith(b, cmd, n, nil) }
+
+// benchRequestsWith is benchRequests with prepare run on the client first.
+func benchRequestsWith(b *testing.B, cmd string, n int, prepare func(*Client)) {
 	c := benchClient(b)
+	if prepare != nil {
+		prepare(c)
+	}
 	reqs := make([][]byte, n)
 	val := string(make([]byte, 256))
 	for i := range reqs {

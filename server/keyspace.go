@@ -26,6 +26,9 @@ func (c *Client) lockKey(key []byte) (*shard.Shard, uint64) {
 	if c.fromPrimary {
 		sh.SetPrimaryView(true)
 	}
+	if c.admin.skipTouch {
+		c.noTouchLock(sh) // clientadmin.go: CLIENT NO-TOUCH
+	}
 	c.dirtyMark = sh.Dirty()
 	return sh, h
 }
@@ -34,9 +37,15 @@ func (c *Client) lockKey(key []byte) (*shard.Shard, uint64) {
 func (c *Client) unlockKey(sh *shard.Shard) {
 	if sh.Dirty() != c.dirtyMark {
 		c.srv.commitWrite(c)
+		if c.srv.track.users.Load() > 0 {
+			c.srv.trackFlush(sh, c) // tracking.go
+		}
 	}
 	if c.fromPrimary {
 		sh.SetPrimaryView(false)
+	}
+	if c.admin.skipTouch {
+		c.noTouchUnlock(sh)
 	}
 	if !c.holds(sh) {
 		sh.Unlock()
@@ -69,6 +78,9 @@ func (c *Client) lockSet(set *shard.Set) *shard.Set {
 	if c.fromPrimary {
 		c.primaryView(set, true)
 	}
+	if c.admin.skipTouch {
+		c.noTouchSet(set, true) // clientadmin.go: CLIENT NO-TOUCH
+	}
 	c.dirtyMark = c.srv.store.DirtySum(set)
 	return set
 }
@@ -77,9 +89,15 @@ func (c *Client) lockSet(set *shard.Set) *shard.Set {
 func (c *Client) unlock(set *shard.Set) {
 	if c.srv.store.DirtySum(set) != c.dirtyMark {
 		c.srv.commitWrite(c)
+		if c.srv.track.users.Load() > 0 {
+			c.srv.trackFlushSet(set, c) // tracking.go
+		}
 	}
 	if c.fromPrimary {
 		c.primaryView(set, false)
+	}
+	if c.admin.skipTouch {
+		c.noTouchSet(set, false)
 	}
 	if c.sess.held != nil {
 		c.unlockUnheld(set)

@@ -172,6 +172,8 @@ func (c *Client) resetSession() {
 	c.setTx(nil)
 	c.unwatchAll()
 	c.unsubscribeAll()
+	c.stopMonitor() // monitor.go
+	c.trackOff()    // tracking.go
 }
 
 // endSession runs when the connection ends: it releases everything and
@@ -288,8 +290,16 @@ func (c *Client) runQueued(cmd *command, args [][]byte) {
 			c.err("ERR internal error while running '" + cmd.name + "'")
 		}
 	}()
+	if c.aclExecDenied(cmd, args) { // acl.go
+		return
+	}
 	c.propagate = args
+	start, errs := c.cmdBegin(cmd, args), c.errCount
+	if c.track.on || c.admin.noTouch.Load() {
+		c.beforeCommand(cmd, args) // clientadmin.go
+	}
 	cmd.fn(c, args)
+	c.cmdDone(cmd, args, start, errs, callQueued)
 }
 
 // captureWrite records a committed write of the running EXEC or script.

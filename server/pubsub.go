@@ -476,6 +476,7 @@ type outQueue struct {
 	done      chan struct{}
 	exited    chan struct{}
 	proto     atomic.Int32 // the connection's protocol, for pushes
+	monitor   atomic.Bool  // a MONITOR's queue: the normal class's limit (monitor.go)
 }
 
 // startAsync switches the connection to queued output with a writer
@@ -512,6 +513,7 @@ func (c *Client) queueOutput() bool {
 	q := c.sess.outq
 	q.proto.Store(int32(c.proto))
 	c.flushToQueue()
+	c.trackReleaseDeferred(q) // tracking.go: invalidations held back behind a tracked read's reply
 	q.mu.Lock()
 	dead := q.dead
 	q.mu.Unlock()
@@ -529,6 +531,9 @@ func (q *outQueue) pending() int {
 
 func (q *outQueue) push(c *Client, b []byte) {
 	lim := c.srv.outLimits.Load().pubsub
+	if q.monitor.Load() {
+		lim = c.srv.monitorLimit()
+	}
 	q.mu.Lock()
 	if q.dead {
 		q.mu.Unlock()

@@ -32,6 +32,7 @@ func (s *Server) replLoad(r io.Reader) (int64, error) {
 	for i, sh := range s.store.Shards() {
 		sh.Adopt(fresh.Shards()[i])
 	}
+	s.trackInvalidateAll(nil) // tracking.go: the dataset was replaced
 	ferr := s.loadFunctions(st.Functions)
 	s.restartAOF()
 	s.store.UnlockMany(&all)

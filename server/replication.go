@@ -32,7 +32,8 @@ func (s *Server) initReplication(cfg Config) {
 			s.master.out = s.master.out[:0]
 		},
 		ResetExec:  func() { s.master.db = 0 },
-		ListenPort: func() int { return s.port },
+		ListenPort: s.replListenPort,
+		Dial:       s.replDial,
 		MasterAuth: cfg.MasterAuth,
 		OutputLimits: func() *replication.OutputLimits {
 			l := s.outLimits.Load().replica.forReplication()
@@ -65,7 +66,7 @@ func (s *Server) startReplicaOf(hp string) error {
 
 // isSelf reports whether host:port is this server.
 func (s *Server) isSelf(host string, port int) bool {
-	if port != s.port {
+	if port != s.port && int64(port) != s.tls.port.Load() {
 		return false
 	}
 	ips, err := net.LookupIP(host)

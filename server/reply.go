@@ -13,17 +13,20 @@ import (
 
 func (c *Client) ok()                 { c.out = append(c.out, "+OK\r\n"...) }
 func (c *Client) simple(s string)     { c.out = redcon.AppendString(c.out, s) }
-func (c *Client) err(s string)        { c.out = redcon.AppendError(c.out, s) }
+func (c *Client) err(s string)        { c.noteError(s); c.out = redcon.AppendError(c.out, s) }
 func (c *Client) int(n int64)         { c.out = redcon.AppendInt(c.out, n) }
 func (c *Client) bulk(b []byte)       { c.out = redcon.AppendBulk(c.out, b) }
 func (c *Client) bulkString(s string) { c.out = redcon.AppendBulkString(c.out, s) }
 func (c *Client) bulkInt(n int64)     { c.out = redcon.AppendBulkInt(c.out, n) }
 func (c *Client) array(n int)         { c.out = redcon.AppendArray(c.out, n) }
 func (c *Client) raw(b []byte)        { c.out = append(c.out, b...) }
-func (c *Client) errWrongType()       { c.out = append(c.out, wrongTypeReply...) }
-func (c *Client) errSyntax()          { c.out = append(c.out, "-ERR syntax error\r\n"...) }
-func (c *Client) errNotInteger()      { c.out = append(c.out, notIntegerReply...) }
-func (c *Client) errNotFloat()        { c.out = append(c.out, "-ERR value is not a valid float\r\n"...) }
+func (c *Client) errWrongType()       { c.noteError("WRONGTYPE "); c.out = append(c.out, wrongTypeReply...) }
+func (c *Client) errSyntax()          { c.noteError("ERR "); c.out = append(c.out, "-ERR syntax error\r\n"...) }
+func (c *Client) errNotInteger()      { c.noteError("ERR "); c.out = append(c.out, notIntegerReply...) }
+func (c *Client) errNotFloat() {
+	c.noteError("ERR ")
+	c.out = append(c.out, "-ERR value is not a valid float\r\n"...)
+}
 
 const (
 	wrongTypeReply  = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"

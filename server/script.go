@@ -394,6 +394,7 @@ func (r *scriptReplier) Array(n int)     { (*Client)(r).array(n) }
 func (r *scriptReplier) Status(s string) { (*Client)(r).simple(s) }
 func (r *scriptReplier) Error(s string) {
 	c := (*Client)(r)
+	c.noteScriptError(s) // cmdstats.go
 	c.out = append(c.out, '-')
 	c.out = append(c.out, s...)
 	c.out = append(c.out, '\r', '\n')
@@ -453,6 +454,12 @@ func (sc *scriptCaller) Call(args [][]byte) ([]byte, bool) {
 	if cmd.noScript || noScript(cmd, args) {
 		return []byte("-ERR This Redis command is not allowed from script\r\n"), false
 	}
+	if e := c.aclScriptDenied(cmd, args); e != "" { // acl.go
+		return []byte("-ERR " + e + "\r\n"), false
+	}
+	if c.srv.cluster != nil && !c.scriptKeysLocal(cmd, args) { // cluster.go
+		return []byte("-ERR Script attempted to access a non local key in a cluster node\r\n"), false
+	}
 	if cmd.write {
 		if sc.ro {
 			return []byte("-ERR Write commands are not allowed from read-only scripts.\r\n"), false
@@ -475,10 +482,16 @@ func (sc *scriptCaller) Call(args [][]byte) ([]byte, bool) {
 			}
 		}()
 		c.propagate = args
+		start, errs := c.cmdBegin(cmd, args), c.errCount
+		if c.track.on {
+			c.trackBefore(cmd, args) // tracking.go
+		}
 		cmd.fn(c, args)
+		c.cmdDone(cmd, args, start, errs, callScript)
 	}()
 	wrote := c.srv.dirty.Load() != before
 	reply := c.out
+	c.rememberCallError(reply) // cmdstats.go
 	c.out, c.proto, c.propagate = savedOut, savedProto, savedProp
 	return reply, wrote
 }

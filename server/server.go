@@ -92,11 +92,34 @@ type Config struct {
 	// UnixSocketPerm is the Unix socket file's mode (unixsocketperm; 0
 	// keeps what the umask gives). See ParseUnixSocketPerm.
 	UnixSocketPerm os.FileMode
+	// TLS configures the TLS port, the memcached TLS port and TLS
+	// replication (tls.go).
+	TLS TLSConfig
 
 	// Snapshots (issue 14): SnapshotMaxExtraMemory bounds the encoded bytes
 	// a save or full sync holds in flight (0 = 64 MiB); past it, writes to
 	// keys not yet saved wait for the save instead of it copying more.
 	SnapshotMaxExtraMemory int64
+
+	// ACL (acl.go): ACLFile is --aclfile (ACL LOAD/SAVE, loaded at start);
+	// ACLUsers are configuration "user" directives, each the user name and
+	// its rules (see ValidateACLUser), applied before the ACL file.
+	ACLFile  string
+	ACLUsers [][]string
+
+	// Observability (admin.go): the HTTP admin port with /metrics,
+	// /healthz and optionally pprof.
+	Admin AdminConfig
+	// Client-side caching, CLIENT PAUSE and the config file
+	// (tracking.go, clientadmin.go, conffile.go).
+	// TrackingTableMaxKeys is tracking-table-max-keys (0: Redis's default,
+	// 1000000; negative: no limit). ConfigFile is the file the server was
+	// started with ("": none; CONFIG REWRITE then fails as in Redis).
+	TrackingTableMaxKeys int64
+	ConfigFile           string
+	// Cluster (cluster.go): ClusterMode is --cluster-mode, "no" (also ""),
+	// "yes" (topology from a control plane) or "emulated".
+	ClusterMode string
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -197,10 +220,24 @@ type Server struct {
 
 	kse     keyspaceEvents // notify-keyspace-events (notify.go)
 	migrate migrateConns   // MIGRATE's cached connections (migrate.go)
+	// obs is command statistics, SLOWLOG, LATENCY and MONITOR (cmdstats.go).
+	obs   observe
+	admin adminState // the HTTP admin port (admin.go)
+
+	track    tracking   // client-side caching (tracking.go)
+	pause    pauseState // CLIENT PAUSE (clientadmin.go)
+	confFile string     // the config file (conffile.go)
+	// confDefaults are the CONFIG parameters' values before the config
+	// file was applied (CONFIG REWRITE appends what differs).
+	confDefaults map[string]string
+	cluster      *clusterState // nil unless --cluster-mode yes|emulated (cluster.go)
 
 	shutdownOnce sync.Once
 	done         chan struct{}
 	wg           sync.WaitGroup
+
+	acl aclState // users, the ACL log and file (acl.go)
+	tls tlsState // TLS listeners and configuration (tls.go)
 }
 
 // New prepares a server; Start opens its listeners.
@@ -245,6 +282,8 @@ func New(cfg Config) *Server {
 	s.limits.Store(&limits)
 	s.blocking.init()
 	s.cmds = commandTable()
+	s.initACL(cfg)
+	s.initObserve() // cmdstats.go
 	s.configParams = configParams()
 	s.enableProtectedConfigs = normProtected(cfg.EnableProtectedConfigs)
 	s.enableDebug = normProtected(cfg.EnableDebugCommand)
@@ -253,6 +292,9 @@ func New(cfg Config) *Server {
 	s.initReplication(cfg)
 	s.initAOF(cfg.AOF)
 	s.journal = s.journalWrite
+	s.initTLS(cfg.TLS)
+	s.initClientFeatures(cfg) // tracking.go, clientadmin.go, conffile.go
+	s.initCluster(cfg)
 	return s
 }
 
@@ -269,6 +311,9 @@ func (s *Server) Start(cfg Config) error {
 		heap, dataset := s.memoryParts(nil)
 		s.usedMem.Store(heap + dataset)
 		s.updateBudget(heap+dataset, dataset)
+	}
+	if err := s.startACL(cfg); err != nil {
+		return err
 	}
 	if err := s.startAOF(); err != nil {
 		return err
@@ -303,6 +348,10 @@ func (s *Server) Start(cfg Config) error {
 			return err
 		}
 	}
+	if err := s.startTLS(cfg); err != nil {
+		s.Close()
+		return err
+	}
 	for _, l := range s.listeners {
 		s.wg.Add(1)
 		go s.acceptLoop(l)
@@ -312,6 +361,10 @@ func (s *Server) Start(cfg Config) error {
 			return err
 		}
 	}
+	if err := s.startAdmin(cfg.Admin); err != nil { // admin.go
+		return err
+	}
+	s.clusterStarted()
 	s.wg.Add(1)
 	go s.cron()
 	return nil
@@ -321,16 +374,21 @@ func (s *Server) Start(cfg Config) error {
 // (negative: a free port).
 func (s *Server) startMemcached(cfg Config) error {
 	port := max(cfg.MemcachedPort, 0)
-	s.mc = memcache.New(s.store, memcache.Config{MaxItemSize: cfg.MaxItemSize, Logger: s.log,
-		Journal: s.commitMemcached, Loops: s.loops, Admit: s.admitWrite,
-		MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load,
-		Accept: s.admitMemcached, Busy: func() bool { return s.scripts.busy.Load() != nil }})
+	s.mc = s.newMemcache(cfg)
 	mln, err := s.mc.Listen(net.JoinHostPort(cfg.Bind, strconv.Itoa(port)))
 	if err != nil {
 		return fmt.Errorf("memcached port: %w", err)
 	}
 	s.mcAddr = mln.Addr().String()
 	return nil
+}
+
+// newMemcache makes the memcached front end (its listeners come after).
+func (s *Server) newMemcache(cfg Config) *memcache.Server {
+	return memcache.New(s.store, memcache.Config{MaxItemSize: cfg.MaxItemSize, Logger: s.log,
+		Journal: s.commitMemcached, Loops: s.loops, Admit: s.admitWrite,
+		MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load,
+		Accept: s.admitMemcached, Busy: func() bool { return s.scripts.busy.Load() != nil }})
 }
 
 // MemcachedAddr is the address of the memcached listener ("" when off).
@@ -393,7 +451,7 @@ func (s *Server) acceptLoop(l net.Listener) {
 // deniedByProtectedMode applies Redis's protected mode: with no password
 // set, only loopback clients may connect.
 func (s *Server) deniedByProtectedMode(tc *net.TCPConn) bool {
-	if !s.cfg.protectedMode.Load() || s.cfg.requirePass() != "" {
+	if !s.cfg.protectedMode.Load() || !s.aclDefaultNoPass() {
 		return false
 	}
 	addr, ok := tc.RemoteAddr().(*net.TCPAddr)
@@ -429,16 +487,22 @@ func (s *Server) cron() {
 			heap, dataset := s.memoryParts(nil)
 			s.usedMem.Store(heap + dataset)
 			s.updateBudget(heap+dataset, dataset)
+			notePeak(&s.obs.memPeak, heap+dataset) // info_exporter.go
 		}
-		if s.repl.IsReplica() {
-			continue // a replica's keys expire when its primary says so (DEL)
+		s.trackCron() // tracking.go: invalidations left by other writers, tracking-table-max-keys
+		if s.repl.IsReplica() || s.pause.expiryPaused() {
+			continue // a replica's keys expire when its primary says so (DEL); CLIENT PAUSE stops expiry
 		}
-		deadline := time.Now().Add(5 * time.Millisecond)
+		cycle := time.Now()
+		deadline := cycle.Add(5 * time.Millisecond)
 		for _, sh := range s.store.Shards() {
 			for time.Now().Before(deadline) {
 				rnd = rnd*6364136223846793005 + 1442695040888963407
 				sh.Lock()
 				deleted, sampled := sh.ExpireCycle(time.Now().UnixMilli(), rnd, 20)
+				if s.track.users.Load() > 0 {
+					s.trackFlush(sh, nil) // tracking.go: invalidate what expired
+				}
 				sh.Unlock()
 				// Like Redis: keep going while more than a quarter of the
 				// sample was expired.
@@ -447,7 +511,8 @@ func (s *Server) cron() {
 				}
 			}
 		}
-		s.kseAfterCron() // notify.go
+		s.kseAfterCron()                                             // notify.go
+		s.obs.latency.addIfNeeded("expire-cycle", time.Since(cycle)) // latency.go
 	}
 }
 
@@ -459,6 +524,7 @@ func (s *Server) Close() error {
 	for _, l := range s.listeners {
 		l.Close()
 	}
+	s.closeTLS()
 	if s.mc != nil {
 		s.mc.Close()
 	}
@@ -472,6 +538,7 @@ func (s *Server) Close() error {
 		l.Stop()
 	}
 	s.scripts.abort() // a script still running holds every shard
+	s.closeAdmin()
 	s.repl.Close()
 	s.wg.Wait()
 	s.closeAOF()

@@ -37,19 +37,14 @@ func watchExempt(cmd *command) bool {
 	return cmd.blocking || cmd.mayBlock || cmd.ownLocks || cmd.noMulti
 }
 
-// watchStart is the start of a command for watchEnd.
-func (c *Client) watchStart() time.Time {
-	c.waitedNs = 0
-	return time.Now()
-}
-
-// watchEnd reports the command begun at start if it held shards too long.
-func (c *Client) watchEnd(cmd *command, args [][]byte, start time.Time) {
+// watchEnd reports a command that held shards too long; held is its run
+// time less its waits, measured once for every observer (cmdstats.go's
+// cmdDone, which also feeds the latency monitor from the same figure).
+func (c *Client) watchEnd(cmd *command, args [][]byte, held time.Duration) {
 	th := c.srv.wd.thresholdMs.Load()
 	if th <= 0 {
 		return
 	}
-	held := time.Since(start) - time.Duration(c.waitedNs)
 	if held < time.Duration(th)*time.Millisecond || watchExempt(cmd) {
 		return
 	}
@@ -60,6 +55,8 @@ func (c *Client) watchEnd(cmd *command, args [][]byte, start time.Time) {
 	}
 	name := cmd.name
 	wd.last.Store(&name)
+	c.srv.obs.latency.add("watchdog", ms) // LATENCY shows what the watchdog saw
+
 	c.srv.log.Warn("watchdog: command held shards too long", "command", name, "args", argShape(args[1:]),
 		"ms", ms, "client", c.id, "addr", c.addr)
 }

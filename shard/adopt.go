@@ -22,6 +22,9 @@ func (sh *Shard) Adopt(src *Shard) {
 			nd.dirty, nd.clock, nd.watch = &sh.dirty, &sh.clock, &sh.watch
 			nd.main.SetVersion(sh.epoch)
 			nd.expires.SetVersion(sh.epoch)
+			if i == 0 && sh.slotIndexed && nd.slots == nil {
+				nd.buildSlotIndex()
+			}
 		}
 		sh.dbs[i] = nd
 	}

@@ -26,6 +26,7 @@ type DB struct {
 	lfu      *lfuConfig // the store's LFU switch (lfu.go)
 	minutes  *uint32    // the owning shard's LFU minute clock
 	rnd      uint64     // LFU's random source (never 0)
+	slots    *slotIndex // keys per cluster slot (database 0 in cluster mode; slots.go)
 	// fieldTTLKeys: keys that held a hash with field deadlines when last
 	// seen (fieldexpiry.go); nil until there is one.
 	fieldTTLKeys map[string]struct{}
@@ -125,7 +126,7 @@ func (d *DB) Put(h uint64, key []byte, v Value) Entry {
 	}
 	size := encodedSize(flags, len(key), vlen)
 	*d.dirty++
-	if d.watch != nil && len(d.watch.m) > 0 {
+	if d.watch != nil && d.watch.active() {
 		d.touchWatched(key, false)
 	}
 	d.noteStored(key, &v)
@@ -146,7 +147,7 @@ func (d *DB) Overwrite(e *Entry, key []byte, v Value) Entry {
 		vlen = 4
 	}
 	*d.dirty++
-	if d.watch != nil && len(d.watch.m) > 0 {
+	if d.watch != nil && d.watch.active() {
 		d.touchWatched(key, false)
 	}
 	d.noteStored(key, &v)
@@ -219,6 +220,9 @@ func (d *DB) insert(h uint64, key []byte, v Value, flags byte, size, vlen int) (
 		d.expires.Insert(h, ref)
 	}
 	d.valBytes += int64(len(key) + vlen)
+	if d.slots != nil {
+		d.slots.add(key)
+	}
 	return pos, ref, mem
 }
 
@@ -252,7 +256,7 @@ func (d *DB) Add(h uint64, key []byte, v Value) bool {
 		vlen = 4
 	}
 	*d.dirty++
-	if d.watch != nil && len(d.watch.m) > 0 {
+	if d.watch != nil && d.watch.active() {
 		d.touchWatched(key, false)
 	}
 	d.noteStored(key, &v)
@@ -313,12 +317,15 @@ func (d *DB) touchExpire(h uint64, key []byte) {
 // Delete removes the entry e.
 func (d *DB) Delete(e *Entry) {
 	*d.dirty++
-	if d.watch != nil && len(d.watch.m) > 0 {
+	if d.watch != nil && d.watch.active() {
 		d.touchWatched(e.hdr.key, true)
 	}
 	// The index changes first: a running snapshot's pre-change hook then
 	// captures the entry while its chunk and object are still intact.
 	d.main.Remove(e.pos)
+	if d.slots != nil {
+		d.slots.remove(e.hdr.key)
+	}
 	if e.hdr.flags&flagExpire != 0 {
 		d.removeExpire(e.h, e.hdr.key)
 	}
@@ -340,7 +347,7 @@ func (d *DB) Forget(e *Entry) { d.Delete(e) }
 // in place, so that a running snapshot captures the old value first.
 func (d *DB) Modify(e *Entry) {
 	*d.dirty++
-	if d.watch != nil && len(d.watch.m) > 0 {
+	if d.watch != nil && d.watch.active() {
 		d.touchWatched(e.hdr.key, false)
 	}
 	d.main.Replace(e.pos, e.ref)

@@ -22,7 +22,7 @@ func (d *DB) GrowString(e *Entry, n int) (Entry, bool) {
 	}
 	newSize := oldSize + n - vlen
 	*d.dirty++
-	if d.watch != nil && len(d.watch.m) > 0 {
+	if d.watch != nil && d.watch.active() {
 		d.touchWatched(e.hdr.key, false)
 	}
 	d.main.Replace(e.pos, e.ref) // the pre-change hook sees the old value

@@ -32,6 +32,11 @@ type Shard struct {
 	// Store.SetReplica). primaryView: the lock holder applies the primary's
 	// stream (see SetPrimaryView). Both are read and written under the lock.
 	replica, primaryView bool
+	// expiryPaused: CLIENT PAUSE WRITE|ALL is in force, so expired keys are
+	// reported missing but not deleted (see SetExpiryPaused).
+	expiryPaused bool
+	// noTouch: the lock holder's reads do not count as accesses.
+	noTouch bool
 
 	epoch uint64    // snapshot version epoch; see snapshot.go
 	snap  *Snapshot // the running snapshot, if any
@@ -42,6 +47,9 @@ type Shard struct {
 	// minutes is the LFU minute clock (unix minutes mod 65536) as of the
 	// last Tick.
 	minutes uint32
+	// slotIndexed: database 0 keeps its per-slot key index (cluster mode,
+	// slots.go).
+	slotIndexed bool
 }
 
 // Dirty counts every change made to the shard's data (like Redis's
@@ -85,6 +93,9 @@ func (sh *Shard) DB(i int) *DB {
 		d = newDB(&sh.dirty, &sh.clock, sh.epoch)
 		d.idx, d.watch, d.newKey = i, &sh.watch, sh.newKey
 		d.lfu, d.minutes, d.rnd = sh.lfu, &sh.minutes, uint64(sh.id)*0x9E3779B97F4A7C15+uint64(i)+1
+		if i == 0 && sh.slotIndexed {
+			d.slots = newSlotIndex()
+		}
 		sh.dbs[i] = d
 	}
 	return d
@@ -109,7 +120,7 @@ func (sh *Shard) PeekDB(i int) *DB { return sh.dbs[i] }
 // master client, so a DEL, INCR or APPEND from the primary acts on it.
 func (sh *Shard) Lookup(db int, h uint64, key []byte, now int64) (Entry, bool) {
 	e, ok := sh.LookupNoTouch(db, h, key, now)
-	if ok {
+	if ok && !sh.noTouch {
 		sh.Tick(now)
 		e.db.Touch(&e)
 	}
@@ -129,7 +140,7 @@ func (sh *Shard) LookupNoTouch(db int, h uint64, key []byte, now int64) (Entry, 
 	}
 	if e.Expired(now) {
 		switch {
-		case !sh.replica:
+		case !sh.replica && !sh.expiryPaused:
 			sh.expire(db, d, &e)
 		case sh.primaryView:
 			return e, true
@@ -206,7 +217,7 @@ func (sh *Shard) SwapDB(a, b int) {
 // A replica's shard deletes nothing: its primary sends the DELs.
 func (sh *Shard) ExpireCycle(now int64, rnd uint64, limit int) (deleted, sampled int) {
 	sh.Tick(now)
-	if sh.replica {
+	if sh.replica || sh.expiryPaused {
 		return 0, 0
 	}
 	for i, d := range sh.dbs {

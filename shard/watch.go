@@ -41,7 +41,14 @@ type watchReg struct {
 // watchers is a shard's registry of watched keys.
 type watchers struct {
 	m map[uint64][]*watchReg
+	// track, when set, is told of every key about to change (client-side
+	// caching; see track.go).
+	track func(db int, key []byte)
 }
+
+// active reports whether a change must consult the registry or the
+// tracking hook: one length and one nil check when neither is in use.
+func (w *watchers) active() bool { return len(w.m) > 0 || w.track != nil }
 
 // Len is the number of keys watched (by all clients).
 func (w *Watch) Len() int { return len(w.regs) }
@@ -135,6 +142,9 @@ func (sh *Shard) unregister(r *watchReg) {
 // touchWatched is called (under the shard lock) before key of d changes;
 // deleted says the change removes the key.
 func (d *DB) touchWatched(key []byte, deleted bool) {
+	if d.watch.track != nil {
+		d.watch.track(d.idx, key)
+	}
 	for _, r := range d.watch.m[Hash(key)] {
 		if r.db != d.idx || r.key != string(key) {
 			continue

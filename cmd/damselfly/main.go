@@ -68,14 +68,19 @@ type cli struct {
 	EnableDebug      string           `name:"enable-debug-command" help:"Allow DEBUG: no, yes, or local (loopback and Unix socket clients only)." default:"no" enum:"no,yes,local" env:"DAMSELFLY_ENABLE_DEBUG_COMMAND"`
 	EnableProtected  string           `name:"enable-protected-configs" help:"Allow CONFIG SET dir/dbfilename: no, yes, or local (loopback and Unix socket clients only)." default:"no" enum:"no,yes,local" env:"DAMSELFLY_ENABLE_PROTECTED_CONFIGS"`
 	AOF              aofFlags         `embed:""`
+	TLS              tlsFlags         `embed:""`
+	ClusterMode      string           `name:"cluster-mode" help:"Redis Cluster protocol: no, yes (topology pushed by a control plane with CLUSTERX, as kvrocks-controller does) or emulated (one node owning every slot)." default:"no" enum:"no,yes,emulated" env:"DAMSELFLY_CLUSTER_MODE"`
 	Healthcheck      bool             `help:"Send PING to the server on 127.0.0.1:--port and exit 0 on PONG (for container health checks)."`
+	// ACL
+	Aclfile string     `help:"ACL file of 'user' lines: loaded at start (errors stop start-up), ACL LOAD reloads it, ACL SAVE writes it." env:"DAMSELFLY_ACLFILE"`
+	Admin   adminFlags `embed:""` // adminflags.go
 }
 
-func main() {
-	var c cli
-	parser, err := kong.New(&c,
+func newParser(c *cli) (*kong.Kong, error) {
+	return kong.New(c,
 		kong.Name("damselfly"),
-		kong.Description("An in-memory data store that speaks the Redis and Memcached protocols."),
+		kong.Description("An in-memory data store that speaks the Redis and Memcached protocols. "+
+			"Usage: damselfly [/path/to/damselfly.conf] [flags]; the config file uses redis.conf syntax and the flags override it."),
 		kong.Vars{"version": "damselfly " + server.Version + " (Redis " + server.RedisVersion + " protocol)"},
 		kong.Exit(func(code int) {
 			if code != 0 {
@@ -84,11 +89,25 @@ func main() {
 			os.Exit(code)
 		}),
 	)
+}
+
+func main() {
+	var c cli
+	parser, err := newParser(&c)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	if _, err := parser.Parse(os.Args[1:]); err != nil {
+	confPath, args := splitConfigPath(os.Args[1:]) // conffile.go
+	cf, err := readConfigFile(confPath, parser)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "damselfly:", err)
+		os.Exit(2)
+	}
+	if cf != nil {
+		args = append(cf.flagArgs, args...) // the command line overrides the file
+	}
+	if _, err := parser.Parse(args); err != nil {
 		parser.Errorf("%s", err)
 		fmt.Fprintln(os.Stderr, "run 'damselfly --help' for usage")
 		os.Exit(2)
@@ -121,10 +140,19 @@ func main() {
 		MaxClients:       c.Maxclients, EnableDebugCommand: c.EnableDebug, EnableProtectedConfigs: c.EnableProtected,
 		AOF:      c.AOF.config(),
 		DBFormat: c.Dbformat, DBCompression: c.Dbcompression, DBCompressionLevel: c.DbcompressionLvl,
+		TLS:                    c.TLS.config(),
 		SnapshotMaxExtraMemory: int64(c.SnapMaxExtra),
 	}
 	cfg.UnixSocketPerm, _ = server.ParseUnixSocketPerm(c.Unixsocketperm) // checked by validate
+	cfg.ACLFile = c.Aclfile
+	cfg.Admin = c.Admin.config()
+	cfg.ConfigFile = cf.absPath()
+	cfg.ClusterMode = c.ClusterMode
 	srv := server.New(cfg)
+	if err := cf.applyRuntime(srv); err != nil { // conffile.go
+		fmt.Fprintln(os.Stderr, "damselfly:", err)
+		os.Exit(2)
+	}
 	// Listen at once (clients get -LOADING until the dump is loaded). A
 	// dump that exists but cannot be read stops us here: starting empty
 	// would later save an empty dataset over it.
@@ -223,6 +251,9 @@ func validate(c *cli) error {
 	}
 	if _, err := server.ParseUnixSocketPerm(c.Unixsocketperm); err != nil {
 		return fmt.Errorf("--unixsocketperm %q: %v", c.Unixsocketperm, err)
+	}
+	if err := c.TLS.validate(); err != nil {
+		return err
 	}
 	if strings.ContainsRune(c.Dbfilename, '/') {
 		return fmt.Errorf("--dbfilename %q: must be a file name, not a path", c.Dbfilename)

@@ -25,7 +25,7 @@ type Dumper struct {
 
 func (d Dumper) run(f func(w *Writer) error) ([]byte, error) {
 	var buf bytes.Buffer
-	w := NewWriter(&buf, d.Version)
+	w := newWriterSize(&buf, d.Version, 512)
 	w.SetLimits(d.Limits)
 	w.dump = true
 	if err := f(w); err != nil {

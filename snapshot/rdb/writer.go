@@ -117,11 +117,15 @@ type Writer struct {
 
 // NewWriter returns a Writer of RDB version (0 = DefaultVersion; 10, 11 and
 // 12 are accepted) with DefaultLimits.
-func NewWriter(w io.Writer, version int) *Writer {
+func NewWriter(w io.Writer, version int) *Writer { return newWriterSize(w, version, 64<<10) }
+
+// newWriterSize is NewWriter with a buffer of size bytes (DUMP payloads
+// are usually small: a 64 KiB buffer per DUMP cost more than the encoding).
+func newWriterSize(w io.Writer, version, size int) *Writer {
 	if version == 0 {
 		version = DefaultVersion
 	}
-	wr := &Writer{bw: bufio.NewWriterSize(w, 64<<10), crc: newCRC(), version: version, lim: DefaultLimits.norm()}
+	wr := &Writer{bw: bufio.NewWriterSize(w, size), crc: newCRC(), version: version, lim: DefaultLimits.norm()}
 	if version < 10 || version > MaxVersion {
 		wr.err = fmt.Errorf("rdb: cannot write RDB version %d (10..%d)", version, MaxVersion)
 	}

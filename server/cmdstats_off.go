@@ -1,0 +1,6 @@
+//go:build nocmdstats
+
+package server
+
+// cmdStatsCompiled: see cmdstats_on.go.
+const cmdStatsCompiled = false
