@@ -228,3 +228,34 @@ func TestHashFieldExpiryPersists(t *testing.T) {
 		t.Fatal("a hash without field TTLs dumped as RDB_TYPE_HASH_METADATA")
 	}
 }
+
+// TestHashFieldExpiryGoRedis: go-redis's own typed hash-field-expiry API
+// (as an application would call it) works against the server.
+func TestHashFieldExpiryGoRedis(t *testing.T) {
+	s := startServer(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr()}) // RESP3, go-redis's default
+	defer c.Close()
+	ctx := context.Background()
+	c.HSet(ctx, "h", "a", "1", "b", "2")
+	if r, err := c.HExpire(ctx, "h", time.Minute, "a", "zz").Result(); err != nil || fmt.Sprint(r) != "[1 -2]" {
+		t.Fatalf("HExpire: %v %v", r, err)
+	}
+	if r, err := c.HTTL(ctx, "h", "a", "b").Result(); err != nil || fmt.Sprint(r) != "[60 -1]" {
+		t.Fatalf("HTTL: %v %v", r, err)
+	}
+	if r, err := c.HPersist(ctx, "h", "a").Result(); err != nil || fmt.Sprint(r) != "[1]" {
+		t.Fatalf("HPersist: %v %v", r, err)
+	}
+	if r, err := c.HSetEXWithArgs(ctx, "h", &redis.HSetEXOptions{Condition: redis.HSetEXFXX, ExpirationType: redis.HSetEXExpirationPX, ExpirationVal: 60000}, "a", "3").Result(); err != nil || r != 1 {
+		t.Fatalf("HSetEX: %v %v", r, err)
+	}
+	if r, err := c.HGetEXWithArgs(ctx, "h", &redis.HGetEXOptions{ExpirationType: redis.HGetEXExpirationPERSIST}, "a").Result(); err != nil || fmt.Sprint(r) != "[3]" {
+		t.Fatalf("HGetEX: %v %v", r, err)
+	}
+	if r, err := c.HGetDel(ctx, "h", "a", "b").Result(); err != nil || fmt.Sprint(r) != "[3 2]" {
+		t.Fatalf("HGetDel: %v %v", r, err)
+	}
+	if n := c.Exists(ctx, "h").Val(); n != 0 {
+		t.Fatalf("EXISTS after HGETDEL of every field: %d", n)
+	}
+}
