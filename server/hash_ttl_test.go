@@ -259,3 +259,27 @@ func TestHashFieldExpiryGoRedis(t *testing.T) {
 		t.Fatalf("EXISTS after HGETDEL of every field: %d", n)
 	}
 }
+
+// TestHashFieldExpiryAOF: the AOF holds the deterministic forms
+// (HPEXPIREAT, HPERSIST, HSETEX PXAT, HDEL of expired fields) and a
+// restart replays them to the same deadlines.
+func TestHashFieldExpiryAOF(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, aofOn(dir, "always"), func(c *Config) { c.Save = "" })
+	c := newClient(t, s)
+	hfeWant(t, c, "3", "HSET", "h", "a", "1", "b", "2", "c", "3")
+	hfeWant(t, c, "[1 1 1]", "HEXPIRE", "h", "1000", "FIELDS", "3", "a", "b", "c")
+	hfeWant(t, c, "[1]", "HPERSIST", "h", "FIELDS", "1", "b")
+	hfeWant(t, c, "1", "HSETEX", "x", "PX", "100000", "FIELDS", "1", "f", "v")
+	hfeWant(t, c, "[1]", "HPEXPIRE", "h", "20", "FIELDS", "1", "c")
+	time.Sleep(40 * time.Millisecond)
+	hfeWant(t, c, "<nil>", "HGET", "h", "c") // expired: HDEL in the AOF
+	before := hfeDo(t, c, "HPEXPIRETIME", "h", "FIELDS", "3", "a", "b", "c") + hfeDo(t, c, "HPEXPIRETIME", "x", "FIELDS", "1", "f")
+	s.Close()
+	s2 := startServer(t, aofOn(dir, "everysec"))
+	c2 := newClient(t, s2)
+	after := hfeDo(t, c2, "HPEXPIRETIME", "h", "FIELDS", "3", "a", "b", "c") + hfeDo(t, c2, "HPEXPIRETIME", "x", "FIELDS", "1", "f")
+	if before != after || !strings.Contains(after, " -1 -2]") {
+		t.Fatalf("before restart %s, after %s", before, after)
+	}
+}
