@@ -13,7 +13,8 @@
 #
 # SERVERS (default "damselfly redis") may add damselfly-gpc: Damselfly with
 # --goroutine-per-conn, which is how Unix-socket clients were served before
-# they moved to the event loops.
+# they moved to the event loops, and damselfly-epoll: the event loops on
+# epoll (plain damselfly uses io_uring where the kernel allows it).
 #
 # memtier_benchmark is not packaged by Debian: build it by hand outside the
 # repository and put it on PATH or in $MEMTIER, e.g.
@@ -45,6 +46,8 @@ start() {
   local server=$1 port=$2 sock=$3
   case $server in
     damselfly-gpc) taskset -c 0 "$work/damselfly" --goroutine-per-conn --port "$port" --bind 127.0.0.1 --unixsocket "$sock" \
+                 --save "" --dir "$work" --loglevel warning >"$work/$server.log" 2>&1 & ;;
+    damselfly-epoll) taskset -c 0 "$work/damselfly" --event-loop epoll --port "$port" --bind 127.0.0.1 --unixsocket "$sock" \
                  --save "" --dir "$work" --loglevel warning >"$work/$server.log" 2>&1 & ;;
     damselfly) taskset -c 0 "$work/damselfly" --port "$port" --bind 127.0.0.1 --unixsocket "$sock" \
                  --save "" --dir "$work" --loglevel warning >"$work/$server.log" 2>&1 & ;;

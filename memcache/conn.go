@@ -78,7 +78,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 // Readable, Output, Wrote, Closed and Detached serve the connection on an
 // event loop (netpoll.Handler): read once, execute every complete request,
 // leave the replies for the loop to write.
-func (c *conn) Readable(fd int, nowNanos int64) netpoll.Action {
+func (c *conn) Readable(in netpoll.Input, nowNanos int64) netpoll.Action {
 	c.now = nowNanos / 1e6
 	if c.w == len(c.in) {
 		c.makeRoom()
@@ -86,9 +86,9 @@ func (c *conn) Readable(fd int, nowNanos int64) netpoll.Action {
 	var n int
 	var err syscall.Errno
 	if c.tio != nil {
-		c.in, n, err = c.tio.Read(fd, c.in, c.w) // TLS: decrypted
+		c.in, n, err = c.tio.Read(in, c.in, c.w) // TLS: decrypted
 	} else {
-		n, err = netpoll.Read(fd, c.in[c.w:])
+		n, err = in.Read(c.in[c.w:])
 	}
 	if err == syscall.EAGAIN || err == syscall.EINTR {
 		return netpoll.Keep
@@ -144,7 +144,14 @@ func (c *conn) Closed() { c.s.dropConn(c) }
 // Detached takes the connection off its event loop when a command would
 // wait for a busy script (process set detach): from now on a goroutine
 // serves it, starting with the replies and requests already buffered.
-func (c *conn) Detached(fd int) {
+func (c *conn) Detached(fd int, buffered []byte) {
+	if len(buffered) > 0 && c.tio == nil {
+		// Input the io_uring loop received ahead comes before the socket's.
+		for len(c.in)-c.w < len(buffered) {
+			c.makeRoom()
+		}
+		c.w += copy(c.in[c.w:], buffered)
+	}
 	nc, err := netpoll.FileConn(fd)
 	if err != nil {
 		c.s.log.Warn("memcached: leaving the event loop", "err", err)
@@ -152,7 +159,7 @@ func (c *conn) Detached(fd int) {
 		return
 	}
 	if c.tio != nil { // TLS: the goroutine serves the same tls.Conn
-		nc, c.tio = c.tio.Pass(nc), nil
+		nc, c.tio = c.tio.Pass(netpoll.PrefixConn(nc, buffered)), nil
 	}
 	c.mu.Lock()
 	c.nc, c.loop, c.fd = nc, nil, -1

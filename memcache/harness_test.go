@@ -22,7 +22,8 @@ import (
 
 // startMemcache runs the memcached front end alone over a fresh store,
 // served by two event loops as in the server (on Linux; elsewhere by a
-// goroutine per connection).
+// goroutine per connection). The loops run on io_uring where the kernel
+// allows it, as the server's do, or on epoll with DAMSELFLY_EVENT_LOOP=epoll.
 func startMemcache(t testing.TB, cfg memcache.Config) (string, *shard.Store) {
 	return startMemcacheLoops(t, cfg, 2)
 }
@@ -35,7 +36,14 @@ func startMemcacheLoops(t testing.TB, cfg memcache.Config, n int) (string, *shar
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	var wg sync.WaitGroup
 	for range n {
-		l, err := netpoll.New(cfg.Logger)
+		l, err := netpoll.NewIOUring(cfg.Logger, netpoll.IOUringOptions{})
+		if err != nil || os.Getenv("DAMSELFLY_EVENT_LOOP") == "epoll" {
+			if l != nil {
+				l.Stop()
+				l.Run()
+			}
+			l, err = netpoll.New(cfg.Logger)
+		}
 		if err != nil {
 			t.Logf("no event loops: %v", err)
 			break

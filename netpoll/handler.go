@@ -1,5 +1,6 @@
 // Package netpoll serves many non-blocking TCP and Unix-socket connections from a few
-// goroutines with epoll, the way redis-server and memcached do. Both of
+// goroutines with epoll, the way redis-server and memcached do, or with
+// io_uring (NewIOUring; see uring_linux.go for what differs). Both of
 // Damselfly's front ends (RESP in package server, the memcached protocol in
 // package memcache) run their connections on the same loops, TLS ones
 // included (tls.go bridges crypto/tls to a handler's buffers).
@@ -35,6 +36,8 @@
 //     Handler.Closed; after Stop the loop closes all of them.
 package netpoll
 
+import "syscall"
+
 // Action tells the loop what to do with a connection after Readable.
 type Action int
 
@@ -55,10 +58,10 @@ const (
 // Handler is the protocol side of one connection. The loop calls its
 // methods from the loop goroutine only.
 type Handler interface {
-	// Readable is called when fd has input, hung up or failed. The handler
-	// reads with Read (once: what it leaves is reported again), executes
-	// every complete request and buffers the replies.
-	Readable(fd int, nowNanos int64) Action
+	// Readable is called when the connection has input, hung up or failed.
+	// The handler reads with in.Read (once: what it leaves is reported
+	// again), executes every complete request and buffers the replies.
+	Readable(in Input, nowNanos int64) Action
 	// Output returns the replies not written yet.
 	Output() []byte
 	// Wrote reports that n bytes of Output were written; when everything
@@ -67,8 +70,95 @@ type Handler interface {
 	// Closed is called once the loop has closed the connection's fd.
 	Closed()
 	// Detached is called when the loop has stopped watching fd after
-	// Readable returned Detach; the handler owns fd from now on.
-	Detached(fd int)
+	// Readable returned Detach; the handler owns fd from now on. buffered
+	// is input the loop received on fd but the handler has not read yet
+	// (the io_uring loop receives ahead; the epoll loop never does): it
+	// comes before anything read from fd.
+	Detached(fd int, buffered []byte)
+}
+
+// Input is what Readable reads a connection's input through: read(2) on
+// the socket under epoll, the data already received under io_uring.
+type Input struct {
+	fd  int
+	src *inbuf // nil: read(2) on fd
+}
+
+// Fd is the connection's socket.
+func (in Input) Fd() int { return in.fd }
+
+// Read reads what is available without waiting: n > 0 bytes, or 0 and
+// errno 0 at end of input, or EAGAIN when nothing is there yet, or the
+// error that ended the connection.
+func (in Input) Read(b []byte) (int, syscall.Errno) {
+	if in.src == nil {
+		return Read(in.fd, b)
+	}
+	return in.src.read(b)
+}
+
+// inbuf holds input the io_uring loop received for one connection:
+// pend[off:] (a private copy of what an earlier Readable left), then cur
+// (a view of the provided buffer being handed over, valid during one
+// Readable). pend's storage is reused from one leftover to the next.
+type inbuf struct {
+	pend  []byte
+	off   int
+	cur   []byte
+	eof   bool
+	errno syscall.Errno
+}
+
+func (b *inbuf) read(p []byte) (int, syscall.Errno) {
+	if len(p) == 0 {
+		return 0, 0
+	}
+	n := 0
+	if b.off < len(b.pend) {
+		n = copy(p, b.pend[b.off:])
+		b.off += n
+		if b.off == len(b.pend) {
+			b.pend, b.off = b.pend[:0], 0
+		}
+	}
+	if n < len(p) && len(b.cur) > 0 {
+		m := copy(p[n:], b.cur)
+		b.cur = b.cur[m:]
+		n += m
+	}
+	switch {
+	case n > 0:
+		return n, 0
+	case b.errno != 0:
+		return 0, b.errno
+	case b.eof:
+		return 0, 0
+	}
+	return 0, syscall.EAGAIN
+}
+
+// buffered reports how many received bytes wait to be read.
+func (b *inbuf) buffered() int { return len(b.pend) - b.off + len(b.cur) }
+
+// keep copies what is left of cur into pend: the provided buffer it views
+// goes back to the kernel.
+func (b *inbuf) keep() {
+	if len(b.cur) > 0 {
+		if b.off > 0 {
+			b.pend = append(b.pend[:0], b.pend[b.off:]...)
+			b.off = 0
+		}
+		b.pend = append(b.pend, b.cur...)
+	}
+	b.cur = nil
+}
+
+// unread returns the received input not read yet, as a copy.
+func (b *inbuf) unread() []byte {
+	if b.off == len(b.pend) && len(b.cur) == 0 {
+		return nil
+	}
+	return append(append([]byte(nil), b.pend[b.off:]...), b.cur...)
 }
 
 // Deferrer is implemented by a Handler whose replies may have to wait for

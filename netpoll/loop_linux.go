@@ -28,6 +28,10 @@ type Loop struct {
 	barrier  Barrier
 	deferred []request
 
+	// u is the io_uring side when the loop runs on io_uring (NewIOUring);
+	// nil for epoll. conns, events and epfd are then unused.
+	u *uringLoop
+
 	mu       sync.Mutex // guards what other goroutines hand over:
 	adds     []request
 	closes   []request
@@ -193,6 +197,10 @@ func errnoOf(err error) syscall.Errno {
 // Run serves connections until Stop; then it closes every connection it
 // owns (or was handed) and returns.
 func (l *Loop) Run() {
+	if l.u != nil {
+		l.runUring()
+		return
+	}
 	var ep *os.File
 	defer func() {
 		l.mu.Lock()
@@ -357,7 +365,7 @@ func (l *Loop) handover() bool {
 
 // readable lets the handler read and execute, then writes its replies.
 func (l *Loop) readable(fd int, s *slot, now int64) {
-	switch s.h.Readable(fd, now) {
+	switch s.h.Readable(Input{fd: fd}, now) {
 	case Keep:
 		if l.barrier != nil {
 			if d, ok := s.h.(Deferrer); ok && d.Defer() {
@@ -434,7 +442,7 @@ func (l *Loop) detach(fd int) {
 	h := l.conns[fd].h
 	l.conns[fd] = slot{}
 	_ = syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, fd, nil)
-	h.Detached(fd)
+	h.Detached(fd, nil)
 }
 
 // FileConn turns an fd a handler got from Detached into a net.Conn served

@@ -34,3 +34,9 @@ func FileConn(int) (net.Conn, error)                 { return nil, errUnsupporte
 
 // Read is never called off Linux (no loop serves a connection there).
 func Read(int, []byte) (int, syscall.Errno) { return 0, syscall.ENOSYS }
+
+// IOUringOptions tunes NewIOUring (Linux only).
+type IOUringOptions struct{ SingleShot bool }
+
+func NewIOUring(*slog.Logger, IOUringOptions) (*Loop, error) { return nil, errUnsupported }
+func (l *Loop) Backend() string                              { return "none" }

@@ -23,6 +23,9 @@ func (l *Loop) Pending() bool {
 	if l.stopped {
 		return false
 	}
+	if l.u != nil {
+		return l.u.r.pending()
+	}
 	var ev [1]syscall.EpollEvent
 	r, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_WAIT, uintptr(l.epfd),
 		uintptr(unsafe.Pointer(&ev[0])), 1, 0, 0, 0)

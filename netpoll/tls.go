@@ -161,18 +161,19 @@ func (t *TLSStream) Decrypt(buf []byte, off int) ([]byte, int, bool) {
 	}
 }
 
-// Read is a handler's read for a TLS connection: raw bytes from fd,
-// decrypted into buf after off (see Decrypt). It answers as netpoll.Read
-// does: EAGAIN when nothing usable arrived (part of a record), n <= 0 at
-// the end of the stream.
-func (t *TLSStream) Read(fd int, buf []byte, off int) ([]byte, int, syscall.Errno) {
+// Read is a handler's read for a TLS connection: raw bytes from the loop's
+// input (never the fd itself: the io_uring loop receives for it), decrypted
+// into buf after off (see Decrypt). It answers as netpoll.Read does: EAGAIN
+// when nothing usable arrived (part of a record), n <= 0 at the end of the
+// stream.
+func (t *TLSStream) Read(in Input, buf []byte, off int) ([]byte, int, syscall.Errno) {
 	rb, _ := t.rbufs.Get().(*[]byte)
 	if rb == nil {
 		b := make([]byte, 16<<10+512)
 		rb = &b
 	}
 	defer t.rbufs.Put(rb)
-	k, errno := Read(fd, *rb)
+	k, errno := in.Read(*rb)
 	if errno == syscall.EAGAIN || errno == syscall.EINTR {
 		return buf, 0, errno
 	}
@@ -208,4 +209,28 @@ func (t *TLSStream) Wrote(n int) {
 		}
 		t.w.outPos = 0
 	}
+}
+
+// PrefixConn returns nc reading prefix first: ciphertext an io_uring loop
+// received ahead of a TLS connection's detach, which the tls.Conn must see
+// before what the socket holds.
+func PrefixConn(nc net.Conn, prefix []byte) net.Conn {
+	if len(prefix) == 0 {
+		return nc
+	}
+	return &prefixConn{Conn: nc, pre: append([]byte(nil), prefix...)}
+}
+
+type prefixConn struct {
+	net.Conn
+	pre []byte
+}
+
+func (p *prefixConn) Read(b []byte) (int, error) {
+	if len(p.pre) > 0 {
+		n := copy(b, p.pre)
+		p.pre = p.pre[n:]
+		return n, nil
+	}
+	return p.Conn.Read(b)
 }

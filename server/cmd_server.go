@@ -387,7 +387,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		field("redis_mode", s.redisMode())
 		field("os", runtime.GOOS+" "+runtime.GOARCH)
 		field("arch_bits", 64)
-		field("multiplexing_api", "goroutines")
+		field("multiplexing_api", s.multiplexingAPI())
 		field("go_version", runtime.Version())
 		field("process_id", os.Getpid())
 		field("run_id", s.runID)

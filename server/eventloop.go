@@ -17,11 +17,11 @@ import (
 // startLoops starts one event loop per GOMAXPROCS. Without them (not
 // Linux, or epoll failed) it returns nil: every connection then gets a
 // goroutine of its own.
-func (s *Server) startLoops() []*netpoll.Loop {
+func (s *Server) startLoops(kind string) []*netpoll.Loop {
 	n := runtime.GOMAXPROCS(0)
 	loops := make([]*netpoll.Loop, 0, n)
 	for range n {
-		l, err := netpoll.New(s.log)
+		l, err := s.newLoop(kind)
 		if err != nil {
 			s.log.Warn("no event loops; serving each connection on a goroutine", "err", err)
 			for _, l := range loops {
@@ -61,7 +61,7 @@ func (s *Server) adopt(c *Client, tc netpoll.Conn) error {
 // part of Client's own API).
 type loopClient Client
 
-func (lc *loopClient) Readable(fd int, now int64) netpoll.Action {
+func (lc *loopClient) Readable(in netpoll.Input, now int64) netpoll.Action {
 	c := (*Client)(lc)
 	if c.w == len(c.in) {
 		c.makeRoom()
@@ -69,9 +69,9 @@ func (lc *loopClient) Readable(fd int, now int64) netpoll.Action {
 	var n int
 	var err syscall.Errno
 	if c.tio != nil {
-		n, err = c.tio.read(fd, c) // TLS: decrypted (tlsloop.go)
+		n, err = c.tio.read(in, c) // TLS: decrypted (tlsloop.go)
 	} else {
-		n, err = netpoll.Read(fd, c.in[c.w:])
+		n, err = in.Read(c.in[c.w:])
 	}
 	if err == syscall.EAGAIN || err == syscall.EINTR {
 		return netpoll.Keep
@@ -137,8 +137,16 @@ func (lc *loopClient) Closed() {
 	c.srv.dropClient(c)
 }
 
-func (lc *loopClient) Detached(fd int) {
+func (lc *loopClient) Detached(fd int, buffered []byte) {
 	c := (*Client)(lc)
+	if len(buffered) > 0 && c.tio == nil {
+		// Input the io_uring loop received ahead: it precedes what the
+		// goroutine reads from the socket.
+		for len(c.in)-c.w < len(buffered) {
+			c.makeRoom()
+		}
+		c.w += copy(c.in[c.w:], buffered)
+	}
 	nc, err := netpoll.FileConn(fd)
 	if err != nil {
 		c.srv.log.Warn("event loop: cannot detach connection", "client", c.id, "err", err)
@@ -146,7 +154,7 @@ func (lc *loopClient) Detached(fd int) {
 		return
 	}
 	if c.tio != nil { // TLS: the goroutine serves the same tls.Conn
-		nc, c.tio = c.tio.detached(nc), nil
+		nc, c.tio = c.tio.detached(netpoll.PrefixConn(nc, buffered)), nil
 	}
 	c.connMu.Lock()
 	c.nc, c.loop, c.fd = nc, nil, -1

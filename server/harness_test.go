@@ -20,7 +20,8 @@ import (
 
 // startServer runs a server on a free loopback port for the test's duration.
 // DAMSELFLY_GOROUTINE_PER_CONN=1 runs the tests with a goroutine per
-// connection instead of the event loops.
+// connection instead of the event loops; DAMSELFLY_EVENT_LOOP=epoll or
+// io_uring picks the loops' kind (Config.EventLoop).
 func startServer(t testing.TB, mutate ...func(*Config)) *Server {
 	t.Helper()
 	return startServerPrepared(t, nil, mutate...)
@@ -33,7 +34,8 @@ func startServerPrepared(t testing.TB, prepare func(*Server), mutate ...func(*Co
 		// Tests use DEBUG and CONFIG SET dir; admission_test.go checks the defaults.
 		EnableDebugCommand: ProtectedLocal, EnableProtectedConfigs: ProtectedLocal,
 		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
-		GoroutinePerConn: os.Getenv("DAMSELFLY_GOROUTINE_PER_CONN") == "1"}
+		GoroutinePerConn: os.Getenv("DAMSELFLY_GOROUTINE_PER_CONN") == "1",
+		EventLoop:        os.Getenv("DAMSELFLY_EVENT_LOOP")}
 	if testing.Verbose() {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}

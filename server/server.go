@@ -96,6 +96,10 @@ type Config struct {
 	// replication (tls.go).
 	TLS TLSConfig
 
+	// Event loop kind (eventloop_kind.go): "auto" or "" (io_uring where the
+	// kernel allows it, else epoll), "epoll" or "io_uring" (falls back to
+	// epoll, with a warning, where io_uring cannot be had).
+	EventLoop string
 	// Snapshots (issue 14): SnapshotMaxExtraMemory bounds the encoded bytes
 	// a save or full sync holds in flight (0 = 64 MiB); past it, writes to
 	// keys not yet saved wait for the save instead of it copying more.
@@ -335,7 +339,7 @@ func (s *Server) Start(cfg Config) error {
 		s.unixPath, s.unixPerm = cfg.UnixSocket, cfg.UnixSocketPerm
 	}
 	if !cfg.GoroutinePerConn {
-		s.loops = s.startLoops()
+		s.loops = s.startLoops(cfg.EventLoop)
 	}
 	if cfg.MemcachedPort != 0 {
 		if err := s.startMemcached(cfg); err != nil {

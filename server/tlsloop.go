@@ -21,8 +21,8 @@ import (
 type tlsLoopIO struct{ st *netpoll.TLSStream }
 
 // read is Readable's read for a TLS client (netpoll.Read's answers).
-func (t *tlsLoopIO) read(fd int, c *Client) (int, syscall.Errno) {
-	buf, n, errno := t.st.Read(fd, c.in, c.w)
+func (t *tlsLoopIO) read(in netpoll.Input, c *Client) (int, syscall.Errno) {
+	buf, n, errno := t.st.Read(in, c.in, c.w)
 	if len(buf) != len(c.in) {
 		c.setIn(buf)
 	}
