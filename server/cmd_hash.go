@@ -27,6 +27,7 @@ func registerHashes(reg registrar) {
 	reg("hincrbyfloat", 4, "write|denyoom|fast", 1, 1, 1, "hash", cmdHIncrByFloat)
 	reg("hrandfield", -2, "readonly|x-rand-count", 1, 1, 1, "hash", cmdHRandField)
 	reg("hscan", -3, "readonly", 1, 1, 1, "hash", cmdHScan)
+	registerHashTTL(reg) // cmd_hash_ttl.go
 }
 
 // readHash locks key's shard and finds its hash (nil when missing; bad
@@ -258,7 +259,7 @@ func cmdHIncrBy(c *Client, args [][]byte) {
 	n := old + incr
 	_, hs, _ := c.writeHash(sh, h, args[1], true)
 	var buf [24]byte
-	hs.Set(args[2], strconv.AppendInt(buf[:0], n, 10), c.lim())
+	hs.SetKeepTTL(args[2], strconv.AppendInt(buf[:0], n, 10), c.lim())
 	c.notify(kseHash, "hincrby", args[1])
 	c.int(n)
 }
@@ -296,11 +297,12 @@ func cmdHIncrByFloat(c *Client, args [][]byte) {
 	}
 	val := appendLongDouble(nil, n)
 	_, hs, _ := c.writeHash(sh, h, args[1], true)
-	hs.Set(args[2], val, c.lim())
+	hs.SetKeepTTL(args[2], val, c.lim())
 	c.notify(kseHash, "hincrbyfloat", args[1])
 	c.bulk(val)
 	// Replicas must not redo the float arithmetic.
 	c.rewrite([]byte("HSET"), args[1], args[2], val)
+	hincrbyfloatKeepTTL(c, hs, args[1], args[2], val) // cmd_hash_ttl.go
 }
 
 func cmdHRandField(c *Client, args [][]byte) {

@@ -450,6 +450,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 			c.unlockShard(sh)
 		}
 		field("expired_keys", expired)
+		s.infoExpiredSubkeys(c, field) // cmd_hash_ttl.go
 		field("evicted_keys", s.evict.evicted.Load())
 		full, pok, perr := s.repl.SyncStats()
 		field("sync_full", full)

@@ -185,6 +185,12 @@ func (t *cmdTable) attach(name string, arity int, flags string, first, last, ste
 	}
 	cmd := t.all[name]
 	if cmd == nil {
+		cmd = laterRedisCommand(name) // cmdtable_later.go: newer Redis's facts
+		if cmd != nil {
+			t.all[name] = cmd
+		}
+	}
+	if cmd == nil {
 		cmd = &command{name: name, arity: arity, firstKey: first, lastKey: last, step: step, group: group}
 		cmd.setFlags(redisFlags)
 		if first > 0 {

@@ -79,10 +79,14 @@ func valueDigest(d *digest, e *shard.Entry) {
 			return true
 		})
 	case shard.TypeHash:
-		e.Obj().(*types.Hash).Iterate(func(f, v []byte) bool {
+		hs := e.Obj().(*types.Hash)
+		hs.Iterate(func(f, v []byte) bool {
 			var ed digest
 			ed.mix(f)
 			ed.mix(v)
+			if hs.FieldExpireAt(f) != 0 {
+				ed.xor([]byte("!!hexpire!!")) // Redis 7.4: a field with a TTL
+			}
 			d.xor(ed[:])
 			return true
 		})

@@ -42,6 +42,7 @@ func (s *Server) initReplication(cfg Config) {
 	})
 	for _, sh := range s.store.Shards() {
 		sh.OnExpire = s.onExpire
+		sh.OnFieldExpire = s.onFieldExpire // cmd_hash_ttl.go
 	}
 }
 

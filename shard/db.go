@@ -27,6 +27,9 @@ type DB struct {
 	minutes  *uint32    // the owning shard's LFU minute clock
 	rnd      uint64     // LFU's random source (never 0)
 	slots    *slotIndex // keys per cluster slot (database 0 in cluster mode; slots.go)
+	// fieldTTLKeys: keys that held a hash with field deadlines when last
+	// seen (fieldexpiry.go); nil until there is one.
+	fieldTTLKeys map[string]struct{}
 }
 
 // newDB makes an empty DB whose tables stamp changed buckets with version
@@ -126,6 +129,7 @@ func (d *DB) Put(h uint64, key []byte, v Value) Entry {
 	if d.watch != nil && d.watch.active() {
 		d.touchWatched(key, false)
 	}
+	d.noteStored(key, &v)
 	pos, found := d.main.Find(h, key)
 	if !found {
 		return d.insertNew(h, key, v, flags, size, vlen)
@@ -146,6 +150,7 @@ func (d *DB) Overwrite(e *Entry, key []byte, v Value) Entry {
 	if d.watch != nil && d.watch.active() {
 		d.touchWatched(key, false)
 	}
+	d.noteStored(key, &v)
 	return d.overwrite(e.pos, e.h, key, v, flags, encodedSize(flags, len(key), vlen), vlen)
 }
 
@@ -254,6 +259,7 @@ func (d *DB) Add(h uint64, key []byte, v Value) bool {
 	if d.watch != nil && d.watch.active() {
 		d.touchWatched(key, false)
 	}
+	d.noteStored(key, &v)
 	d.insert(h, key, v, flags, encodedSize(flags, len(key), vlen), vlen)
 	return true
 }

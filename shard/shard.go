@@ -17,6 +17,12 @@ type Shard struct {
 	// OnExpire, when set, is told of every key the shard deletes because it
 	// expired (replication turns it into DEL). Called under the shard lock.
 	OnExpire func(db int, key []byte)
+	// OnFieldExpire, when set, is told of the hash fields the shard deletes
+	// because they expired (gone: the key went with them). Called under
+	// the shard lock; fields and key are the callee's.
+	OnFieldExpire func(db int, key []byte, fields [][]byte, gone bool)
+
+	expiredFields int64 // stats: hash fields removed by expiry
 
 	expiredKeys int64  // stats: keys removed by expiry
 	dirty       uint64 // changes made through this shard; see Dirty
@@ -141,6 +147,11 @@ func (sh *Shard) LookupNoTouch(db int, h uint64, key []byte, now int64) (Entry, 
 		}
 		return Entry{}, false
 	}
+	if fe, due := fieldsDue(&e, now); due && !sh.replica {
+		if sh.expireFields(db, d, &e, fe, now) {
+			return Entry{}, false
+		}
+	}
 	return e, true
 }
 
@@ -231,6 +242,13 @@ func (sh *Shard) ExpireCycle(now int64, rnd uint64, limit int) (deleted, sampled
 				sh.expire(i, d, &e)
 				deleted++
 			}
+		}
+	}
+	for i, d := range sh.dbs {
+		if d != nil {
+			fd, fs := sh.fieldExpireCycle(i, d, now, limit)
+			deleted += fd
+			sampled += fs
 		}
 	}
 	return deleted, sampled

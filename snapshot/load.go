@@ -290,11 +290,8 @@ func (p *producer) add(e *rdb.Entry, name string) error {
 		return nil
 	}
 	if e.HashFieldExpireAtMs != nil {
-		ttls, expired := dropFieldTTLs(e, p.l.nowMs)
-		if ttls > 0 {
-			p.l.warn.add(fmt.Sprintf("%s: key %q (DB %d): the TTLs of %d hash fields were dropped (the fields are kept; Damselfly has no hash field expiry)", name, e.Key, e.DB, ttls))
-		}
-		if len(e.Hash) == 0 && expired > 0 {
+		// fieldttl.go: expired fields go; the others keep their deadlines.
+		if expired := pruneExpiredFields(e, p.l.nowMs); len(e.Hash) == 0 && expired > 0 {
 			return nil // every field had expired: Redis drops the key too
 		}
 	}

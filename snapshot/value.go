@@ -9,8 +9,8 @@ import (
 	"github.com/damselflydb/damselfly/snapshot/rdb"
 )
 
-// ErrUnsupported is returned for values Damselfly cannot hold (hash fields
-// with their own TTL).
+// ErrUnsupported is returned for values Damselfly cannot hold (module
+// values).
 var ErrUnsupported = errors.New("value type not supported by Damselfly")
 
 // Value is ValueWith under types.DefaultLimits.
@@ -52,15 +52,13 @@ func ValueWith(e *rdb.Entry, lim *types.Limits) (shard.Value, error) {
 			v.Obj = s
 		}
 	case rdb.Hash:
-		if e.HashFieldExpireAtMs != nil {
-			return v, fmt.Errorf("hash with per-field TTLs: %w", ErrUnsupported)
-		}
 		v.Type = shard.TypeHash
 		if len(e.Hash) > 0 {
 			h := types.NewHashSized(len(e.Hash), lim)
 			for _, fv := range e.Hash {
 				h.Set(fv[0], fv[1], lim)
 			}
+			setFieldTTLs(h, e) // fieldttl.go
 			v.Obj = h
 		}
 	case rdb.ZSet:
@@ -112,6 +110,9 @@ func Dump(e *shard.Entry) ([]byte, error) {
 		}
 	case shard.TypeHash:
 		if h, ok := e.Obj().(*types.Hash); ok {
+			if h.FieldTTLs() > 0 {
+				return dumpHashTTL(d, h) // fieldttl.go
+			}
 			return d.Hash(h.Len(), func(yield func([]byte, []byte) bool) { h.Iterate(yield) })
 		}
 	case shard.TypeZSet:

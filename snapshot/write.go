@@ -632,6 +632,9 @@ func encode(w *rdb.Writer, e *shard.Entry, exp int64) error {
 		if !ok {
 			return errUnknownObject
 		}
+		if h.FieldTTLs() > 0 {
+			return writeHashTTL(w, key, exp, h) // fieldttl.go
+		}
 		return w.Hash(key, exp, h.Len(), func(yield func([]byte, []byte) bool) { h.Iterate(yield) })
 	case shard.TypeZSet:
 		z, ok := e.Obj().(*types.ZSet)

@@ -12,6 +12,8 @@ type Hash struct {
 	lp []byte // listpack: field, value, field, value ...
 	n  int    // pairs in lp
 	t  *table // hashtable encoding when not nil
+
+	ttl *fieldTTL // field deadlines; nil unless a field has one (hash_ttl.go)
 }
 
 // NewHash returns an empty hash in the listpack encoding.
@@ -27,10 +29,14 @@ func NewHashSized(hint int, l *Limits) *Hash {
 	return &Hash{}
 }
 
-// Encoding returns "listpack" or "hashtable".
+// Encoding returns "listpack", "listpackex" (a small hash with field
+// deadlines, Redis 7.4's name) or "hashtable".
 func (h *Hash) Encoding() string {
 	if h.t != nil {
 		return "hashtable"
+	}
+	if h.ttl != nil {
+		return "listpackex"
 	}
 	return "listpack"
 }
@@ -96,8 +102,17 @@ func (h *Hash) convert() {
 	h.t, h.lp, h.n = t, nil, 0
 }
 
-// Set sets field to value and reports whether the field is new.
+// Set sets field to value and reports whether the field is new. An
+// overwritten field loses its deadline, as HSET does in Redis.
 func (h *Hash) Set(field, value []byte, l *Limits) bool {
+	if h.ttl != nil {
+		h.forgetTTL(field)
+	}
+	return h.SetKeepTTL(field, value, l)
+}
+
+// SetKeepTTL is Set keeping an existing field's deadline (HINCRBY).
+func (h *Hash) SetKeepTTL(field, value []byte, l *Limits) bool {
 	lm := lim(l)
 	if h.t == nil && (len(field) > lm.HashMaxListpackValue || len(value) > lm.HashMaxListpackValue) {
 		h.convert()
@@ -127,6 +142,9 @@ func (h *Hash) SetNX(field, value []byte, l *Limits) bool {
 
 // Delete removes field and reports whether it existed.
 func (h *Hash) Delete(field []byte) bool {
+	if h.ttl != nil {
+		h.forgetTTL(field)
+	}
 	if h.t != nil {
 		return h.t.remove(field)
 	}
@@ -269,7 +287,7 @@ func randomRefs(r *rand.Rand, t *table, count int64, fn func(ref uint64)) {
 
 // Clone returns an independent deep copy (used for copy-on-write snapshots).
 func (h *Hash) Clone() *Hash {
-	c := &Hash{n: h.n}
+	c := &Hash{n: h.n, ttl: h.ttl.clone()}
 	if h.t != nil {
 		c.t = h.t.clone()
 	} else if h.lp != nil {
@@ -281,9 +299,9 @@ func (h *Hash) Clone() *Hash {
 // MemoryUsage estimates the bytes used by the hash.
 func (h *Hash) MemoryUsage() int {
 	if h.t != nil {
-		return 48 + h.t.memoryUsage()
+		return 48 + h.t.memoryUsage() + h.ttl.memoryUsage()
 	}
-	return 48 + cap(h.lp)
+	return 48 + cap(h.lp) + h.ttl.memoryUsage()
 }
 
 // ListpackBytes returns the listpack encoding (nil for hashtable); used by
