@@ -11,20 +11,22 @@ import (
 // TestCollectionReplicationForms checks the deterministic forms in which
 // non-deterministic collection commands reach the replication journal.
 func TestCollectionReplicationForms(t *testing.T) {
-	s := startServer(t)
 	var mu sync.Mutex
 	var got []string
-	inner := s.journal
-	s.journal = func(db int, args [][]byte) int64 {
-		parts := make([]string, len(args))
-		for i, a := range args {
-			parts[i] = string(a)
+	// The journal is wrapped before Start: the event loops read it.
+	s := startServerPrepared(t, func(s *Server) {
+		inner := s.journal
+		s.journal = func(db int, args [][]byte) int64 {
+			parts := make([]string, len(args))
+			for i, a := range args {
+				parts[i] = string(a)
+			}
+			mu.Lock()
+			got = append(got, strings.Join(parts, " "))
+			mu.Unlock()
+			return inner(db, args)
 		}
-		mu.Lock()
-		got = append(got, strings.Join(parts, " "))
-		mu.Unlock()
-		return inner(db, args)
-	}
+	})
 	ctx := context.Background()
 	c := newClient(t, s)
 	c.SAdd(ctx, "s", "only")

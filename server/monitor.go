@@ -148,7 +148,7 @@ func (c *Client) feedMonitors(cmd *command, args [][]byte, ctx callCtx) {
 		if t == c && ctx == callDirect {
 			// Its own command: after its reply, as Redis orders them.
 			c.out = append(c.out, line...)
-		} else if q := t.sess.outq; q != nil {
+		} else if q := t.view.outq.Load(); q != nil { // t's session is its own goroutine's
 			q.push(t, line)
 		}
 	}
