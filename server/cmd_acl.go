@@ -81,10 +81,7 @@ func cmdACL(c *Client, args [][]byte) {
 	}
 	switch sub {
 	case "help":
-		c.array(len(aclHelp))
-		for _, l := range aclHelp {
-			c.simple(l)
-		}
+		c.helpReply(aclHelp)
 	case "whoami":
 		c.bulkString(c.userName())
 	case "users":

@@ -94,10 +94,7 @@ func cmdCluster(c *Client, args [][]byte) {
 	cs := c.srv.cluster
 	sub := lower(args[1])
 	if sub == "help" {
-		c.array(len(clusterHelp))
-		for _, l := range clusterHelp {
-			c.simple(l)
-		}
+		c.helpReply(clusterHelp)
 		return
 	}
 	if cs == nil {

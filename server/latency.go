@@ -132,10 +132,7 @@ func cmdLatency(c *Client, args [][]byte) {
 	sub := lower(args[1])
 	switch {
 	case sub == "help" && len(args) == 2:
-		c.array(len(latencyHelp))
-		for _, s := range latencyHelp {
-			c.simple(s)
-		}
+		c.helpReply(latencyHelp)
 	case sub == "latest" && len(args) == 2:
 		m.mu.Lock()
 		names := m.names()

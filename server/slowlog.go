@@ -107,10 +107,7 @@ func cmdSlowlog(c *Client, args [][]byte) {
 	sub := lower(args[1])
 	switch {
 	case sub == "help" && len(args) == 2:
-		c.array(len(slowlogHelp))
-		for _, s := range slowlogHelp {
-			c.simple(s)
-		}
+		c.helpReply(slowlogHelp)
 	case sub == "reset" && len(args) == 2:
 		l.mu.Lock()
 		l.entries = nil
