@@ -290,7 +290,9 @@ func writeNative(ctx context.Context, st *shard.Store, ws []io.Writer, opt Nativ
 	if err := r.failed(); err != nil {
 		return Summary{}, Stats{}, err
 	}
-	return sum, Stats{Keys: r.keys.Load(), Paused: time.Duration(r.paused.Load()), InFlightPeak: r.mem.maxUsed()}, nil
+	stats := Stats{Keys: r.keys.Load(), Paused: time.Duration(r.paused.Load()), InFlightPeak: r.mem.maxUsed()}
+	r.waits.fill(&stats)
+	return sum, stats, nil
 }
 
 // writeShard is the writer of one shard's file: it drains the shard's

@@ -131,6 +131,15 @@ type Stats struct {
 	// serializers and writers at once (bounded by MaxExtraMemory, or one
 	// record when a single record is larger).
 	InFlightPeak int64
+	// What a Write cost writers (waits.go): the longest pre-change hook
+	// run that captured a bucket (the writer, and every client of its
+	// shard, waited that long), the number and total time of such runs,
+	// the longest traversal lock hold, their number and total, and the
+	// time hooks waited for room in the memory budget.
+	HookMax, HoldMax     time.Duration
+	Hooks, Holds         int64
+	HookTotal, HoldTotal time.Duration
+	HookBudgetWait       time.Duration
 	// Functions are the FUNCTION libraries a Load read (their codes).
 	Functions []string
 	// Warnings are what a Load skipped or changed (module data, hash
@@ -177,6 +186,8 @@ type run struct {
 	mem *budget
 	// freeBig is the bytes beyond two chunks of the buffers in free.
 	freeBig atomic.Int64
+	// waits measures what the save costs writers (waits.go).
+	waits waits
 }
 
 func (r *run) fail(err error) {
@@ -196,8 +207,15 @@ func (r *run) failed() error {
 
 // send queues c for the output unless the run was aborted.
 func (s *serializer) send(c chunk) bool {
+	var t time.Time
+	if !s.traversing {
+		t = time.Now()
+	}
 	if !s.r.mem.acquire(int64(len(c.data)), s.r.abort) {
 		return false
+	}
+	if !s.traversing {
+		s.r.waits.budgetNs.Add(int64(time.Since(t)))
 	}
 	select {
 	case s.queue <- c:
@@ -296,8 +314,10 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 	if err := out.Close(); err != nil {
 		return Stats{}, err
 	}
-	return Stats{Keys: r.keys.Load(), Bytes: cw.n.Load(), Duration: time.Since(start), Paused: time.Duration(r.paused.Load()),
-		InFlightPeak: r.mem.maxUsed()}, nil
+	stats := Stats{Keys: r.keys.Load(), Bytes: cw.n.Load(), Duration: time.Since(start), Paused: time.Duration(r.paused.Load()),
+		InFlightPeak: r.mem.maxUsed()}
+	r.waits.fill(&stats)
+	return stats, nil
 }
 
 // cut starts the snapshot of every shard at one instant (all shards
@@ -415,6 +435,11 @@ type serializer struct {
 	// writes counts pre-change hook runs (shard locked): the pacing's
 	// sign of writers when there is no Busy.
 	writes uint64
+	// traversing is set while the serializer goroutine holds the shard
+	// lock (Entry calls are then the traversal's, not a hook's);
+	// hookStart is when the running hook's first Entry came (waits.go).
+	traversing bool
+	hookStart  time.Time
 }
 
 func newSerializer(r *run, sh *shard.Shard, dbnum int) *serializer {
@@ -443,6 +468,9 @@ func (s *serializer) Entry(db int, e *shard.Entry) {
 	case <-s.r.abort:
 		return
 	default:
+	}
+	if !s.traversing && s.hookStart.IsZero() {
+		s.hookStart = time.Now()
 	}
 	exp := e.ExpireAt()
 	if exp != 0 && exp <= s.r.cutMs {
@@ -479,6 +507,10 @@ func (s *serializer) AfterHook(captured bool) {
 	if s.pending() >= chunkBytes {
 		s.seal()
 		s.sendFull()
+	}
+	if !s.hookStart.IsZero() {
+		s.r.waits.hook(time.Since(s.hookStart))
+		s.hookStart = time.Time{}
 	}
 }
 
@@ -549,6 +581,8 @@ func (s *serializer) run() {
 		start := time.Now()
 		keysBefore := s.r.keys.Load()
 		s.sh.Lock()
+		locked := time.Now()
+		s.traversing = true
 		// Up to lockBatches traversal batches (8 buckets each) per lock
 		// hold: few enough to keep writers' waits short (~100 µs).
 		for i := 0; i < lockBatches && !done && s.pending() < chunkBytes; i++ {
@@ -565,6 +599,8 @@ func (s *serializer) run() {
 		clear(s.full)
 		s.full = s.full[:0]
 		writes := s.writes
+		s.traversing = false
+		s.r.waits.hold(time.Since(locked))
 		s.sh.Unlock()
 		held := time.Since(start)
 		if s.r.keyDelay != nil {
