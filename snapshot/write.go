@@ -440,10 +440,16 @@ type serializer struct {
 	// hookStart is when the running hook's first Entry came (waits.go).
 	traversing bool
 	hookStart  time.Time
+	// big queues the big strings captured by reference to the encoder
+	// goroutine (bigvalues.go); heldBig counts their bytes in the current
+	// traversal lock hold.
+	big     bigQueue
+	heldBig int64
 }
 
 func newSerializer(r *run, sh *shard.Shard, dbnum int) *serializer {
 	s := &serializer{r: r, queue: r.queue, sh: sh, db: -1, dbnum: dbnum}
+	s.big.wake, s.big.exited = make(chan struct{}, 1), make(chan struct{})
 	if r.perShard {
 		s.queue = make(chan chunk, r.mem.chunks())
 	}
@@ -475,6 +481,9 @@ func (s *serializer) Entry(db int, e *shard.Entry) {
 	exp := e.ExpireAt()
 	if exp != 0 && exp <= s.r.cutMs {
 		return
+	}
+	if s.shareBig(db, e, exp) {
+		return // encoded off the lock (bigvalues.go)
 	}
 	if db != s.db {
 		s.seal()
@@ -568,14 +577,13 @@ func (s *serializer) sendFull() {
 // core: the fixed pause took a BGSAVE from ~1 s to 8-11 s); a loaded one
 // keeps the old share.
 func (s *serializer) run() {
+	go s.encodeBig()
 	var out []chunk
 	var seen uint64
 	for done := false; !done; {
 		// Leave half the budget to the writers' captures (budget.go).
 		if !s.r.mem.waitBelow(s.r.mem.limit/2, s.r.abort) {
-			s.sh.Lock()
-			s.snap.Finish()
-			s.sh.Unlock()
+			s.finish()
 			return
 		}
 		start := time.Now()
@@ -583,16 +591,13 @@ func (s *serializer) run() {
 		s.sh.Lock()
 		locked := time.Now()
 		s.traversing = true
+		s.heldBig = 0
 		// Up to lockBatches traversal batches (8 buckets each) per lock
 		// hold: few enough to keep writers' waits short (~100 µs).
-		for i := 0; i < lockBatches && !done && s.pending() < chunkBytes; i++ {
+		for i := 0; i < lockBatches && !done && s.pending() < chunkBytes && s.heldBig < bigPerHold; i++ {
 			done = s.advance()
 		}
-		if s.pending() >= chunkBytes {
-			s.seal()
-		}
-		if done {
-			s.snap.Finish()
+		if s.pending() >= chunkBytes || done {
 			s.seal()
 		}
 		out = append(out[:0], s.full...)
@@ -610,13 +615,13 @@ func (s *serializer) run() {
 		}
 		for _, c := range out {
 			if !s.send(c) {
-				if !done { // aborted: stop the hooks all the same
-					s.sh.Lock()
-					s.snap.Finish()
-					s.sh.Unlock()
-				}
+				s.finish() // aborted: stop the hooks all the same
 				return
 			}
+		}
+		if done {
+			s.finish()
+			return
 		}
 		if s.r.pace > 0 && !done {
 			if s.r.contended(writes != seen) {
@@ -627,6 +632,19 @@ func (s *serializer) run() {
 			seen = writes
 		}
 	}
+}
+
+// finish ends the shard's snapshot once the encoder has encoded every big
+// string it shared (bigvalues.go): from then on the shard may write into
+// those chunks again. Every capture is done (or the run aborted), so
+// nothing is captured between the encoder's end and Finish.
+func (s *serializer) finish() {
+	s.stopBig()
+	s.sh.Lock()
+	s.snap.Finish()
+	s.seal() // nothing left, unless the run aborted
+	s.sh.Unlock()
+	s.sendFull()
 }
 
 // contended reports whether a paced serializer should pause: clients wait
