@@ -76,14 +76,14 @@ func (s *serializer) shareBig(db int, e *shard.Entry, exp int64) bool {
 	if e.HasMeta() {
 		it.meta, it.flags = true, e.MCFlags()
 	}
-	it.charge = int64(len(val) + len(it.key) + 32)
+	it.charge = int64(len(val) + len(it.key) + 64) // + the record's opcodes, lengths, expiry and flags
 	t := time.Now()
 	if !s.r.mem.acquire(it.charge, s.r.abort) {
 		it.done = true
 		return true
 	}
 	if !s.traversing {
-		s.r.waits.budgetNs.Add(int64(time.Since(t)))
+		s.hookBudget += time.Since(t)
 	}
 	s.heldBig += it.charge
 	s.r.keys.Add(1)

@@ -12,6 +12,7 @@ import (
 // maxima so that a save's log line says whether the "about 1 ms" goal held.
 type waits struct {
 	hookMax  atomic.Int64 // ns, longest hook run that captured a bucket
+	workMax  atomic.Int64 // ns, the same without its waits for the budget
 	hookSum  atomic.Int64 // ns, summed over those runs
 	hooks    atomic.Int64 // hook runs that captured a bucket
 	holdMax  atomic.Int64 // ns, longest traversal lock hold
@@ -29,8 +30,9 @@ func setMax(a *atomic.Int64, v int64) {
 	}
 }
 
-func (w *waits) hook(d time.Duration) {
+func (w *waits) hook(d, budget time.Duration) {
 	setMax(&w.hookMax, int64(d))
+	setMax(&w.workMax, int64(d-budget))
 	w.hookSum.Add(int64(d))
 	w.hooks.Add(1)
 }
@@ -44,6 +46,7 @@ func (w *waits) hold(d time.Duration) {
 // fill copies the measurements into st.
 func (w *waits) fill(st *Stats) {
 	st.HookMax = time.Duration(w.hookMax.Load())
+	st.HookWorkMax = time.Duration(w.workMax.Load())
 	st.HoldMax = time.Duration(w.holdMax.Load())
 	st.Hooks = w.hooks.Load()
 	st.HookTotal = time.Duration(w.hookSum.Load())

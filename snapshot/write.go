@@ -137,6 +137,7 @@ type Stats struct {
 	// the longest traversal lock hold, their number and total, and the
 	// time hooks waited for room in the memory budget.
 	HookMax, HoldMax     time.Duration
+	HookWorkMax          time.Duration // HookMax without its budget waits
 	Hooks, Holds         int64
 	HookTotal, HoldTotal time.Duration
 	HookBudgetWait       time.Duration
@@ -215,7 +216,7 @@ func (s *serializer) send(c chunk) bool {
 		return false
 	}
 	if !s.traversing {
-		s.r.waits.budgetNs.Add(int64(time.Since(t)))
+		s.hookBudget += time.Since(t)
 	}
 	select {
 	case s.queue <- c:
@@ -440,6 +441,7 @@ type serializer struct {
 	// hookStart is when the running hook's first Entry came (waits.go).
 	traversing bool
 	hookStart  time.Time
+	hookBudget time.Duration // the running hook's waits for the budget
 	// big queues the big strings captured by reference to the encoder
 	// goroutine (bigvalues.go); heldBig counts their bytes in the current
 	// traversal lock hold.
@@ -518,8 +520,9 @@ func (s *serializer) AfterHook(captured bool) {
 		s.sendFull()
 	}
 	if !s.hookStart.IsZero() {
-		s.r.waits.hook(time.Since(s.hookStart))
-		s.hookStart = time.Time{}
+		s.r.waits.hook(time.Since(s.hookStart), s.hookBudget)
+		s.r.waits.budgetNs.Add(int64(s.hookBudget))
+		s.hookStart, s.hookBudget = time.Time{}, 0
 	}
 }
 
