@@ -19,6 +19,11 @@
 // A bucket is captured at most once, so a write pays this at most once per
 // bucket (8 keys) per snapshot.
 //
+// Big strings (large slab chunks, over 16 KiB) are the exception: they are
+// captured by reference and encoded off the shard lock by an encoder
+// goroutine per shard (bigvalues.go), so that a hook never copies megabytes
+// with its shard locked.
+//
 // Records travel in chunks (about 128 KiB, each tagged with its database)
 // through one bounded queue to the caller's goroutine, the single RDB
 // writer, which adds the header, a SELECTDB (+ RESIZEDB, sizes at the cut)
