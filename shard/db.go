@@ -168,7 +168,7 @@ func (d *DB) overwrite(pos dash.Pos, h uint64, key []byte, v Value, flags byte, 
 	}
 	d.valBytes += int64(vlen - len(old.val))
 	oldSize := encodedSize(old.flags, len(old.key), len(old.val))
-	if len(oldMem) == slab.ClassSize(size) && d.reuseInPlace(oldMem) {
+	if len(oldMem) == slab.ClassSize(size) && d.reuseInPlace(pos, oldRef, oldMem) {
 		// Same size class: overwrite in place. Replace with the same ref
 		// tells the index (and a running snapshot) that the bucket changes.
 		d.main.Replace(pos, oldRef)

@@ -66,9 +66,19 @@ func (d *DB) startSharing(sink SnapshotSink) {
 func (d *DB) stopSharing() { d.shared = nil }
 
 // reuseInPlace reports whether an overwrite may write the new value into
-// the old chunk mem: not while a snapshot may share a large chunk.
-func (d *DB) reuseInPlace(mem []byte) bool {
-	return d.shared == nil || len(mem) <= slab.MaxSmall
+// the old chunk (ref, its bytes mem, at pos): not when it is a large chunk
+// shared with the running snapshot. The pre-change hook runs here, first,
+// so that a chunk it shares now is not reused either; a chunk whose bucket
+// was captured before, or that is not shared, is reused (only the first
+// overwrite of a key the snapshot shares allocates, as a fork copies a
+// page on its first write).
+func (d *DB) reuseInPlace(pos dash.Pos, ref dash.Ref, mem []byte) bool {
+	if d.shared == nil || len(mem) <= slab.MaxSmall {
+		return true
+	}
+	d.main.Replace(pos, ref) // the hook; the in-place path's own Replace is then a no-op for it
+	_, shared := d.shared.refs[ref]
+	return !shared
 }
 
 // unshare is called before ref's bytes change in place (hook already run).

@@ -113,8 +113,8 @@ func TestBigValuesAtTheCut(t *testing.T) {
 }
 
 func fmtWaits(s Stats) string {
-	return fmt.Sprintf("hook max %v (%d), hold max %v (%d), hook budget wait %v, in flight peak %d",
-		s.HookMax, s.Hooks, s.HoldMax, s.Holds, s.HookBudgetWait, s.InFlightPeak)
+	return fmt.Sprintf("hook max %v (work %v) (%d), hold max %v (%d), hook budget wait %v, in flight peak %d",
+		s.HookMax, s.HookWorkMax, s.Hooks, s.HoldMax, s.Holds, s.HookBudgetWait, s.InFlightPeak)
 }
 
 // TestBigValuesMemoryBound: with 2 MiB values, a slow output and a writer
