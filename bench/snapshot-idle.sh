@@ -5,6 +5,7 @@
 #
 #   bench/snapshot-idle.sh "KEYS:BYTES ..." SERVER_CMD...
 #
+# Servers need DEBUG: pass --enable-debug-command yes (Damselfly and Redis).
 # For each size and server: start on a random port and a temporary
 # directory, DEBUG POPULATE KEYS key BYTES, then ROUNDS (default 3) x
 # BGSAVE, waiting for each to end; prints each save's wall time (from INFO
@@ -22,7 +23,7 @@ for s in $sizes; do
 		$srv --port "$port" --dir "$dir" --save "" >"$dir/log" 2>&1 &
 		pid=$!
 		for _ in $(seq 1 100); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.05; done
-		redis-cli -p "$port" DEBUG POPULATE "$keys" key "$size" >/dev/null
+		redis-cli -p "$port" DEBUG POPULATE "$keys" key "$size"
 		for r in $(seq 1 "${ROUNDS:-3}"); do
 			c0=$(cpu "$pid"); t0=$(date +%s.%N)
 			redis-cli -p "$port" BGSAVE >/dev/null

@@ -4,6 +4,8 @@
 #
 #   bench/snapshot-latency.sh DAMSELFLY_BINARY [REDIS_SERVER]
 #
+# (REDIS_SERVER "-" runs Damselfly alone, e.g. to compare two binaries.)
+#
 # For each keys:bytes:clients of SIZES (default "1000000:100:50
 # 2000:100000:8 20:10000000:2": fewer clients for big values, so that the
 # no-save phase is not already queueing on this 2-core machine) and each
@@ -28,7 +30,9 @@ sizes=${SIZES:-"1000000:100:50 2000:100000:8 20:10000000:2"}
 trap 'rm -f /tmp/snaplat.$$' EXIT
 for s in $sizes; do
 	IFS=: read -r keys size clients <<<"$s"
-	for srv in "$dfly" "$redis --appendonly no"; do
+	servers=("$dfly")
+	[ "$redis" = - ] || servers+=("$redis --appendonly no")
+	for srv in "${servers[@]}"; do
 		dir=$(mktemp -d); port=$((20000 + RANDOM % 30000))
 		$srv --port "$port" --dir "$dir" --save "" >"$dir/log" 2>&1 &
 		pid=$!

@@ -10,7 +10,7 @@ import (
 // slab.MaxSmall bytes: a Go byte slice of its own, which the slab drops to
 // the garbage collector when freed) need not be copied by the snapshot
 // under the shard lock: its sink may take a reference instead
-// (Entry.ShareStr) and encode the bytes later, off the lock, so a writer
+// (Entry.ShareStr, Entry.Share) and encode the bytes later, off the lock, so a writer
 // that captures a bucket of 10 MB values pays microseconds, not a copy.
 //
 // Invariants, while a snapshot runs on the shard:
@@ -42,18 +42,20 @@ type sharedStrs struct {
 }
 
 // ShareStr returns the value of a string entry held in a large chunk
-// without copying it and records the chunk as shared with the running
-// snapshot under token; false (nothing recorded) for small values,
-// collections, or when the sink does not share. Only a SnapshotSink's
-// Entry may call it, for the entry it was handed.
-func (e *Entry) ShareStr(token any) ([]byte, bool) {
+// without copying it; false for small values, collections, or when the
+// sink does not share. The sink then records the chunk as shared under its
+// token (Share) before it keeps the bytes. Only a SnapshotSink's Entry may
+// call them, for the entry it was handed.
+func (e *Entry) ShareStr() ([]byte, bool) {
 	d := e.db
 	if d == nil || d.shared == nil || Type(e.hdr.flags&typeMask) != TypeString || !d.slab.IsLarge(e.ref) {
 		return nil, false
 	}
-	d.shared.refs[e.ref] = token
 	return e.hdr.val, true
 }
+
+// Share records e's chunk (ShareStr said true) as shared under token.
+func (e *Entry) Share(token any) { e.db.shared.refs[e.ref] = token }
 
 // startSharing makes the DB keep its large chunks for the sink (StartSnapshot).
 func (d *DB) startSharing(sink SnapshotSink) {

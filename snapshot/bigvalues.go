@@ -66,11 +66,12 @@ func (s *serializer) shareBig(db int, e *shard.Entry, exp int64) bool {
 	if e.Type() != shard.TypeString {
 		return false
 	}
-	it := &bigItem{db: db, exp: exp}
-	val, ok := e.ShareStr(it)
+	val, ok := e.ShareStr()
 	if !ok {
 		return false
 	}
+	it := &bigItem{db: db, exp: exp}
+	e.Share(it)
 	it.key = bytes.Clone(e.Key())
 	it.val = val
 	if e.HasMeta() {
