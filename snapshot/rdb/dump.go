@@ -149,7 +149,9 @@ func Restore(payload []byte) (*Entry, error) {
 	stream = append(stream, opEOF)
 	stream = binary.LittleEndian.AppendUint64(stream, crc64(stream))
 	var got *Entry
-	info, err := Load(bytes.NewReader(stream), "DUMP payload", func(e *Entry) error {
+	// The payload is in memory: a read buffer of its size, not Load's
+	// 64 KiB (a slot migration restores keys by the hundred thousand).
+	info, err := LoadWith(bytes.NewReader(stream), "DUMP payload", Options{BufSize: len(stream)}, func(e *Entry) error {
 		if got != nil {
 			return ErrBadDataFormat
 		}
