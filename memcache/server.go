@@ -105,6 +105,11 @@ type Config struct {
 	// would wait for it, and an event loop must never wait: a connection
 	// served by a loop then leaves it for a goroutine of its own first.
 	Busy func() bool
+
+	// Cluster mode (cluster.go). Route, when set, decides whether this
+	// node serves key: "" to serve it, or the Redis error text to answer
+	// after SERVER_ERROR (MOVED slot ip:port, TRYAGAIN, CLUSTERDOWN).
+	Route func(key []byte, write bool) string
 }
 
 type stats struct {
