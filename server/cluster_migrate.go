@@ -67,7 +67,7 @@ type migration struct {
 	// lastPause is the longest write pause of the last migration (µs).
 	lastPause int64
 	// importing side: the slot and its state (start, success, error).
-	impSlot  int
+	impSlot  string
 	impState string
 }
 
@@ -431,20 +431,19 @@ func (s *Server) migrateBatch(l *migLink, tap *migTap, first, last int, addr str
 			cs.update(func(v *clusterView) { v.forbidden = noSlots })
 			cs.mu.Unlock()
 		}
-		for sl := first; sl <= end; sl++ {
-			l.add([]byte("CLUSTER"), []byte("IMPORT"), []byte(strconv.Itoa(sl)), []byte("2"))
+		if end >= first {
+			l.add([]byte("CLUSTER"), []byte("IMPORT"), []byte(slotRange(first, end)), []byte("2"))
+			l.flush(1)
 		}
-		l.flush(end - first + 1)
 	}()
 	// Cut: the slots' keys and the tap at one instant.
-	var imports, restores [][][]byte
+	var restores [][][]byte
 	all := s.store.All()
 	s.store.LockMany(&all)
 	nowMs := now()
 	size := 0
 	for sl := first; sl <= last && sl-first < maxSlots && len(restores) < maxKeys && size < maxBytes; sl++ {
 		end = sl
-		imports = append(imports, [][]byte{[]byte("CLUSTER"), []byte("IMPORT"), []byte(strconv.Itoa(sl)), []byte("0")})
 		for _, sh := range s.store.Shards() {
 			d := sh.PeekDB(0)
 			if d == nil {
@@ -468,12 +467,10 @@ func (s *Server) migrateBatch(l *migLink, tap *migTap, first, last int, addr str
 		tap.slots[sl].Store(true)
 	}
 	s.store.UnlockMany(&all)
-	// IMPORT start for each slot, then their keys, pipelined; then the
-	// tail until it is short.
-	for _, c := range imports {
-		l.add(c...)
-	}
-	if err := sendCmds(l, restores, len(imports)); err != nil {
+	// IMPORT start for the batch's slots (one range: the target changes
+	// its view once per batch, not per slot), then their keys, pipelined.
+	l.add([]byte("CLUSTER"), []byte("IMPORT"), []byte(slotRange(first, end)), []byte("0"))
+	if err := sendCmds(l, restores, 1); err != nil {
 		return end, err
 	}
 	restores = nil
@@ -500,10 +497,7 @@ func (s *Server) migrateBatch(l *migLink, tap *migTap, first, last int, addr str
 	paused = true
 	s.store.LockMany(&all)
 	s.store.UnlockMany(&all)
-	tail := tap.take()
-	for sl := first; sl <= end; sl++ {
-		tail = append(tail, [][]byte{[]byte("CLUSTER"), []byte("IMPORT"), []byte(strconv.Itoa(sl)), []byte("1")})
-	}
+	tail := append(tap.take(), [][]byte{[]byte("CLUSTER"), []byte("IMPORT"), []byte(slotRange(first, end)), []byte("1")})
 	if err := sendCmds(l, tail, 0); err != nil {
 		return end, err
 	}
@@ -550,14 +544,42 @@ func sendCmds(l *migLink, cmds [][][]byte, extra int) error {
 	return l.send(n)
 }
 
-// clusterImport is CLUSTER IMPORT <slot> <0 start|1 success|2 failed>,
-// sent by a source node on its migration link.
+// slotRange renders slots first..end as CLUSTER IMPORT takes them.
+func slotRange(first, end int) string {
+	if first == end {
+		return strconv.Itoa(first)
+	}
+	return strconv.Itoa(first) + "-" + strconv.Itoa(end)
+}
+
+// clusterImport is CLUSTER IMPORT <slot|start-end> <0 start|1 success|2
+// failed>, sent by a source node on its migration link (a range: one batch,
+// one change of view).
 func (c *Client) clusterImport(args [][]byte) {
 	s := c.srv
 	cs := s.cluster
-	slot, ok1 := parseInt(args[2])
-	state, ok2 := parseInt(args[3])
-	if !ok1 || !ok2 {
+	var rg cluster.Range
+	if strings.Contains(string(args[2]), "-") {
+		r, err := cluster.ParseRange(string(args[2]))
+		if err != nil {
+			c.err("ERR Slot is out of range")
+			return
+		}
+		rg = r
+	} else {
+		slot, ok := parseInt(args[2])
+		if !ok {
+			c.errNotInteger()
+			return
+		}
+		if slot < 0 || slot >= cluster.Slots {
+			c.err("ERR Slot is out of range")
+			return
+		}
+		rg = cluster.Range{Start: int(slot), End: int(slot)}
+	}
+	state, ok := parseInt(args[3])
+	if !ok {
 		c.errNotInteger()
 		return
 	}
@@ -566,38 +588,35 @@ func (c *Client) clusterImport(args [][]byte) {
 		c.err("ERR Slave can't import slot")
 		return
 	}
-	if slot < 0 || slot >= cluster.Slots {
-		c.err("ERR Slot is out of range")
-		return
-	}
 	m := &cs.mig
-	sl := int(slot)
 	switch state {
 	case 0:
 		cs.mu.Lock()
 		cs.update(func(v *clusterView) {
-			if v.importing.Start >= 0 && v.importing.End == sl-1 {
-				v.importing.End = sl // the next slot of a batch
+			if v.importing.Start >= 0 && v.importing.End == rg.Start-1 {
+				v.importing.End = rg.End // the next batch
 			} else {
-				v.importing = cluster.Range{Start: sl, End: sl}
+				v.importing = rg
 			}
 		})
 		cs.mu.Unlock()
 		c.cl.importing = true
 		m.mu.Lock()
-		m.impSlot, m.impState = sl, "start"
+		m.impSlot, m.impState = rg.String(), "start"
 		m.mu.Unlock()
 	case 1:
 		cs.mu.Lock()
 		cs.update(func(v *clusterView) {
-			imp := make(map[int]bool, len(v.imported)+1)
+			imp := make(map[int]bool, len(v.imported)+rg.End-rg.Start+1)
 			for k := range v.imported {
 				imp[k] = true
 			}
-			imp[sl] = true
+			for sl := rg.Start; sl <= rg.End; sl++ {
+				imp[sl] = true
+			}
 			v.imported = imp
-			if v.importing.Start == sl {
-				v.importing.Start++
+			if v.importing.Start >= rg.Start && v.importing.Start <= rg.End {
+				v.importing.Start = rg.End + 1
 				if v.importing.Start > v.importing.End {
 					v.importing = noSlots
 				}
@@ -605,7 +624,7 @@ func (c *Client) clusterImport(args [][]byte) {
 		})
 		cs.mu.Unlock()
 		m.mu.Lock()
-		m.impSlot, m.impState = sl, "success"
+		m.impSlot, m.impState = rg.String(), "success"
 		m.mu.Unlock()
 	case 2:
 		cs.mu.Lock()
@@ -613,11 +632,15 @@ func (c *Client) clusterImport(args [][]byte) {
 			v.importing = noSlots
 		})
 		cs.mu.Unlock()
-		if o := v.topo.Owner(sl); o != v.me {
-			s.dropSlots([]int{sl})
+		var drop []int
+		for sl := rg.Start; sl <= rg.End; sl++ {
+			if v.topo.Owner(sl) != v.me {
+				drop = append(drop, sl)
+			}
 		}
+		s.dropSlots(drop)
 		m.mu.Lock()
-		m.impSlot, m.impState = sl, "error"
+		m.impSlot, m.impState = rg.String(), "error"
 		m.mu.Unlock()
 	default:
 		c.err("ERR Invalid import state")
