@@ -56,6 +56,10 @@
 //     a fixed EVAL script that a Damselfly replica recognises and applies
 //     natively, would lift this at the cost of a Lua call per write on Redis
 //     replicas; not done.)
+//   - Cluster mode (Config.Route, cluster.go): only keys of the node's slots
+//     are served; a request touching another is answered whole with
+//     SERVER_ERROR and the Redis error (MOVED slot ip:port, TRYAGAIN,
+//     CLUSTERDOWN), never with partial results that would read as misses.
 package memcache
 
 import (
