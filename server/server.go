@@ -395,7 +395,8 @@ func (s *Server) newMemcache(cfg Config) *memcache.Server {
 	return memcache.New(s.store, memcache.Config{MaxItemSize: cfg.MaxItemSize, Logger: s.log,
 		Journal: s.commitMemcached, Loops: s.loops, Admit: s.admitWrite,
 		MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load,
-		Accept: s.admitMemcached, Busy: func() bool { return s.scripts.busy.Load() != nil }})
+		Accept: s.admitMemcached, Busy: func() bool { return s.scripts.busy.Load() != nil },
+		Route: s.memcacheRoute()}) // cluster_memcache.go
 }
 
 // MemcachedAddr is the address of the memcached listener ("" when off).
