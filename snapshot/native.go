@@ -77,6 +77,8 @@ type Summary struct {
 	DBExpires []uint64          `json:"db_expires"`
 	Aux       map[string]string `json:"aux,omitempty"`
 	Files     []NativeFile      `json:"files"`
+	// Functions are the FUNCTION libraries' codes at the cut.
+	Functions []string `json:"functions,omitempty"`
 }
 
 // NativeFile is one shard file of a native snapshot.
@@ -253,10 +255,10 @@ func writeNative(ctx context.Context, st *shard.Store, ws []io.Writer, opt Nativ
 	}
 	r := &run{version: version, abort: make(chan struct{}), free: make(chan []byte, 2*len(ws)), keys: &prog.Keys,
 		limits: rdb.Limits{NoCompression: true}, pace: opt.Pace, busy: opt.Busy, keyDelay: opt.KeyDelay, perShard: true, mem: newBudget(opt.MaxExtraMemory)}
-	sers, keys, expires, mem, _ := r.cut(st, opt.Options, prog)
+	sers, keys, expires, mem, functions := r.cut(st, opt.Options, prog)
 	aux := append(rdb.DefaultAux(mem), opt.Aux...)
 	sum := Summary{Format: "damselfly-native", Version: NativeFormatVersion, CreatedMs: r.cutMs, Shards: len(sers),
-		Codec: opt.Codec.String(), DBKeys: keys, DBExpires: expires, Aux: map[string]string{}, Files: make([]NativeFile, len(sers))}
+		Codec: opt.Codec.String(), DBKeys: keys, DBExpires: expires, Aux: map[string]string{}, Files: make([]NativeFile, len(sers)), Functions: functions}
 	for _, a := range aux {
 		sum.Aux[a.Key] = a.Value
 	}
@@ -449,7 +451,7 @@ func LoadNative(st *shard.Store, path string, lo LoadOptions) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	return Stats{Keys: keys, Bytes: total, Duration: time.Since(start)}, nil
+	return Stats{Keys: keys, Bytes: total, Duration: time.Since(start), Functions: sum.Functions}, nil
 }
 
 func loadShardFile(l *loader, name string, nf NativeFile, lo LoadOptions) error {
