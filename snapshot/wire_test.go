@@ -24,7 +24,9 @@ func TestSyncRoundTrip(t *testing.T) {
 	for _, codec := range []block.Codec{block.S2, block.Zstd} {
 		var buf bytes.Buffer
 		stats, err := WriteSync(context.Background(), st, &buf, NativeOptions{Codec: codec,
-			Options: Options{Functions: func() []string { return []string{"#!lua name=lib\nredis.register_function('f', function() return 1 end)"} }}})
+			Options: Options{Functions: func() []string {
+				return []string{"#!lua name=lib\nredis.register_function('f', function() return 1 end)"}
+			}}})
 		if err != nil {
 			t.Fatal(err)
 		}
