@@ -392,6 +392,19 @@ func LoadSync(st *shard.Store, r io.Reader, name string, lo LoadOptions) (Stats,
 		l.fail(derr)
 	}
 	wg.Wait()
+	// The first real error of a stream (a corrupt block names its stream
+	// and offset), unless the demultiplexer itself failed: then the streams
+	// only saw their input end.
+	var streamErr error
+	for _, e := range errs {
+		if e != nil && !errors.Is(e, errStopped) {
+			streamErr = e
+			break
+		}
+	}
+	if derr == nil || errors.Is(derr, errStopped) {
+		derr = streamErr
+	}
 	if derr == nil {
 		if len(sum.Files) != len(streams) {
 			derr = fail("the trailer lists %d shard streams, the header %d", len(sum.Files), len(streams))
@@ -406,16 +419,6 @@ func LoadSync(st *shard.Store, r io.Reader, name string, lo LoadOptions) (Stats,
 		}
 	}
 	err = derr
-	if err == nil || errors.Is(err, errStopped) {
-		// The first real error, not a "stopped" of the streams that
-		// stopped because of it.
-		for _, e := range errs {
-			if e != nil && !errors.Is(e, errStopped) {
-				err = e
-				break
-			}
-		}
-	}
 	keys, err := l.finish(err, name)
 	if err != nil {
 		return Stats{}, err
