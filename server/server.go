@@ -124,6 +124,11 @@ type Config struct {
 	// Cluster (cluster.go): ClusterMode is --cluster-mode, "no" (also ""),
 	// "yes" (topology from a control plane) or "emulated".
 	ClusterMode string
+
+	// Snapshot striping (dbdirs.go): DBDirs spreads a native dump's shard
+	// files round-robin over these directories (--dbdirs); empty: all
+	// next to the dump.
+	DBDirs []string
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -242,6 +247,9 @@ type Server struct {
 
 	acl aclState // users, the ACL log and file (acl.go)
 	tls tlsState // TLS listeners and configuration (tls.go)
+
+	// Snapshot striping (dbdirs.go): --dbdirs / CONFIG SET dbdirs.
+	dbDirs atomic.Pointer[[]string]
 }
 
 // New prepares a server; Start opens its listeners.
