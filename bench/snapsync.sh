@@ -36,15 +36,11 @@ configs=(
   "dfly-native-s2|$BIN --save '' --enable-debug-command yes --dbformat native --dbcompression s2|sync"
   "dfly-native-zstd|$BIN --save '' --enable-debug-command yes --dbformat native --dbcompression zstd|sync"
 )
-start() { # cmd dir port; prints the pid
-  if [[ $1 == redis-server* ]]; then
-    eval "$1 --port $3 --bind 127.0.0.1 --dir $2" >"$2.log" 2>&1 &
-  else
-    eval "$1 --port $3 --bind 127.0.0.1 --dir $2" >"$2.log" 2>&1 &
-  fi
-  echo $!
+start() { # cmd dir port (the pid comes from INFO: see pidof_port)
+  eval "$1 --port $3 --bind 127.0.0.1 --dir $2" >"$2.log" 2>&1 &
 }
 ready() { until [ "$(redis-cli -p "$1" PING 2>/dev/null)" = PONG ]; do sleep 0.005; done; }
+pidof_port() { redis-cli -p "$1" INFO server | tr -d '\r' | awk -F: '/^process_id:/{print $2}'; }
 stop() { redis-cli -p "$1" SHUTDOWN NOSAVE >/dev/null 2>&1 || true; while kill -0 "$2" 2>/dev/null; do sleep 0.01; done; }
 inforepl() { redis-cli -p "$1" INFO replication | tr -d '\r' | awk -F: -v k="$2" '$1==k{print $2}'; }
 
@@ -54,14 +50,14 @@ printf '%-17s %8s %8s %8s | %8s %8s %9s %8s %8s | %8s %8s\n' config save_s save_
 for c in "${configs[@]}"; do
   IFS='|' read -r name cmd sync <<<"$c"
   d="$WORK/$name"; mkdir -p "$d"; p=$(port)
-  pid=$(start "$cmd" "$d" "$p"); PIDS+=("$pid"); ready "$p"
+  start "$cmd" "$d" "$p"; ready "$p"; pid=$(pidof_port "$p"); PIDS+=("$pid")
   redis-cli -p "$p" DEBUG POPULATE "$KEYS" key "$VAL" >/dev/null
   c0=$(cpu "$pid"); t0=$(now); redis-cli -p "$p" SAVE >/dev/null; t1=$(now); c1=$(cpu "$pid")
   size=$(du -cb "$d"/dump.rdb* 2>/dev/null | tail -1 | cut -f1)
   ss=- smb=- scp=- scr=- sk=-
   if [ -n "$sync" ]; then
     rd="$WORK/$name-replica"; mkdir -p "$rd"; rp=$(port)
-    rpid=$(start "$cmd" "$rd" "$rp"); PIDS+=("$rpid"); ready "$rp"
+    start "$cmd" "$rd" "$rp"; ready "$rp"; rpid=$(pidof_port "$rp"); PIDS+=("$rpid")
     pc0=$(cpu "$pid"); rc0=$(cpu "$rpid"); w0=$(wchar "$pid"); t2=$(now)
     redis-cli -p "$rp" REPLICAOF 127.0.0.1 "$p" >/dev/null
     until [ "$(inforepl "$rp" master_link_status)" = up ] && [ "$(inforepl "$rp" master_sync_in_progress)" = 0 ]; do sleep 0.01; done
@@ -73,7 +69,7 @@ for c in "${configs[@]}"; do
   fi
   stop "$p" "$pid"
   sync; sleep 0.5
-  t4=$(now); pid=$(start "$cmd" "$d" "$p"); PIDS+=("$pid"); ready "$p"; t5=$(now); c5=$(cpu "$pid")
+  t4=$(now); start "$cmd" "$d" "$p"; ready "$p"; t5=$(now); pid=$(pidof_port "$p"); PIDS+=("$pid"); c5=$(cpu "$pid")
   keys=$(redis-cli -p "$p" DBSIZE)
   stop "$p" "$pid"
   python3 -c "print('%-17s %8.3f %8.2f %8.1f | %8s %8s %9s %8s %8s | %8.3f %8.2f%s' % ('$name', $t1-$t0, $c1-$c0, $size/1e6, '$ss', '$smb', '$scp', '$scr', '$sk', $t5-$t4, $c5, '' if $keys == $KEYS else '  LOADED $keys KEYS'))"
