@@ -5,6 +5,7 @@
 # 2 cores).
 #
 #   bench/snapsync.sh DAMSELFLY_BINARY [KEYS] [VALUE_BYTES]
+#   ONLY="redis-7.0 dfly-native-s2" bench/snapsync.sh ...   # a subset of the configurations
 #
 # Per configuration: start the server on an empty directory, DEBUG
 # POPULATE KEYS keys of VALUE_BYTES, time SAVE (wall, and the server's CPU
@@ -26,8 +27,15 @@ PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
 trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-cpu() { awk '{print ($14+$15)/100}' /proc/"$1"/stat; }
-wchar() { awk '/^wchar:/{print $2}' /proc/"$1"/io; }
+# utime+stime+cutime+cstime: redis-server's forked save/sync children count once reaped.
+cpu() { awk '{print ($14+$15+$16+$17)/100}' /proc/"$1"/stat; }
+# Replication bytes sent: redis-server's INFO total_net_repl_output_bytes; Damselfly has no such
+# field, so its process's wchar (a diskless sync writes nothing else: it matches the bytes= of its
+# "full sync sent to replica" log line).
+wchar() {
+  local v; v=$(redis-cli -p "$2" INFO stats | tr -d '\r' | awk -F: '/^total_net_repl_output_bytes:/{print $2}')
+  if [ -n "$v" ]; then echo "$v"; else awk '/^wchar:/{print $2}' /proc/"$1"/io; fi
+}
 now() { date +%s.%N; }
 # name | command | sync: replicate with the same command
 configs=(
@@ -49,19 +57,21 @@ echo "# $(redis-server --version | cut -d' ' -f1-3); damselfly $($BIN --version 
 printf '%-17s %8s %8s %8s | %8s %8s %9s %8s %8s | %8s %8s\n' config save_s save_cpu size_MB sync_s sync_MB sync_cpuP sync_cpuR sync_keys load_s load_cpu
 for c in "${configs[@]}"; do
   IFS='|' read -r name cmd sync <<<"$c"
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then continue; fi
   d="$WORK/$name"; mkdir -p "$d"; p=$(port)
   start "$cmd" "$d" "$p"; ready "$p"; pid=$(pidof_port "$p"); PIDS+=("$pid")
   redis-cli -p "$p" DEBUG POPULATE "$KEYS" key "$VAL" >/dev/null
   c0=$(cpu "$pid"); t0=$(now); redis-cli -p "$p" SAVE >/dev/null; t1=$(now); c1=$(cpu "$pid")
   size=$(du -cb "$d"/dump.rdb* 2>/dev/null | tail -1 | cut -f1)
+  [ "$name" = dfly-rdb ] && cp "$d/dump.rdb" "$WORK/raw.rdb"
   ss=- smb=- scp=- scr=- sk=-
   if [ -n "$sync" ]; then
     rd="$WORK/$name-replica"; mkdir -p "$rd"; rp=$(port)
     start "$cmd" "$rd" "$rp"; ready "$rp"; rpid=$(pidof_port "$rp"); PIDS+=("$rpid")
-    pc0=$(cpu "$pid"); rc0=$(cpu "$rpid"); w0=$(wchar "$pid"); t2=$(now)
+    pc0=$(cpu "$pid"); rc0=$(cpu "$rpid"); w0=$(wchar "$pid" "$p"); t2=$(now)
     redis-cli -p "$rp" REPLICAOF 127.0.0.1 "$p" >/dev/null
     until [ "$(inforepl "$rp" master_link_status)" = up ] && [ "$(inforepl "$rp" master_sync_in_progress)" = 0 ]; do sleep 0.01; done
-    t3=$(now); pc1=$(cpu "$pid"); rc1=$(cpu "$rpid"); w1=$(wchar "$pid")
+    t3=$(now); pc1=$(cpu "$pid"); rc1=$(cpu "$rpid"); w1=$(wchar "$pid" "$p")
     sk=$(redis-cli -p "$rp" DBSIZE)
     ss=$(python3 -c "print('%.3f' % ($t3-$t2))"); smb=$(python3 -c "print('%.1f' % (($w1-$w0)/1e6))")
     scp=$(python3 -c "print('%.2f' % ($pc1-$pc0))"); scr=$(python3 -c "print('%.2f' % ($rc1-$rc0))")
@@ -79,5 +89,7 @@ echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 # This machine's limits.
 dd if=/dev/zero of="$WORK/dd" bs=1M count=1024 conv=fsync 2>&1 | tail -1 | sed 's/^/# disk write, dd bs=1M count=1024 conv=fsync: /'
 rm -f "$WORK/dd"
-echo "# block codecs on 2 goroutines (bench/codecspeed, the dump's records):"
-go run ./bench/codecspeed -keys "$KEYS" -size "$VAL" -par 2 2>&1 | sed 's/^/#   /'
+if [ -f "$WORK/raw.rdb" ]; then
+  echo "# block codecs on 2 goroutines over Damselfly's uncompressed RDB dump of this dataset (bench/codecspeed -file):"
+  go run ./bench/codecspeed -file "$WORK/raw.rdb" -par 2 2>&1 | sed 's/^/#   /'
+fi
