@@ -183,6 +183,7 @@ func configParams() map[string]configParam {
 	lfuParams(m)
 	observeParams(m)
 	trackingParams(m)
+	masterAuthParams(m)
 	return m
 }
 

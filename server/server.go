@@ -124,6 +124,9 @@ type Config struct {
 	// Cluster (cluster.go): ClusterMode is --cluster-mode, "no" (also ""),
 	// "yes" (topology from a control plane) or "emulated".
 	ClusterMode string
+	// MasterUser is masteruser, the ACL user the replication handshake
+	// authenticates as with MasterAuth (masterauth.go).
+	MasterUser string
 
 	// Snapshot striping (dbdirs.go): DBDirs spreads a native dump's shard
 	// files round-robin over these directories (--dbdirs); empty: all
@@ -282,7 +285,7 @@ func New(cfg Config) *Server {
 	s.evict.pools = make([]evictPool, len(s.store.Shards()))
 	s.cfg.protoMaxBulkLen.Store(defaultMaxBulkBytes)
 	s.cfg.protectedMode.Store(cfg.ProtectedMode)
-	s.cfg.params = map[string]string{}
+	s.cfg.params = map[string]string{"masterauth": cfg.MasterAuth, "masteruser": cfg.MasterUser}
 	s.persist.init(s.started)
 	s.initDBFormat(cfg)
 	s.pubsub = newPubSubRegistry()

@@ -101,7 +101,7 @@ func try(t testing.TB, bin string, args []string) (*Server, string, error) {
 			return nil, out.String(), fmt.Errorf("redis-server exited during start-up (port %d)", port)
 		default:
 		}
-		pid, loading, err := answering(s.Addr)
+		pid, loading, err := answering(s.Addr, requirePass(args))
 		switch {
 		case err == nil && pid == s.Pid && loading:
 			// Ours, still reading its data: wait.
@@ -128,19 +128,39 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
+// requirePass is the --requirepass among args, the default user's
+// password that INFO then needs.
+func requirePass(args []string) string {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--requirepass" {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
 // answering asks whoever listens on addr for INFO's process_id and
-// whether it is still loading.
-func answering(addr string) (pid int, loading bool, err error) {
+// whether it is still loading, authenticating first when pass is set.
+func answering(addr, pass string) (pid int, loading bool, err error) {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return 0, false, err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	r := bufio.NewReader(c)
+	if pass != "" {
+		auth := fmt.Sprintf("*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n", len(pass), pass)
+		if _, err := c.Write([]byte(auth)); err != nil {
+			return 0, false, err
+		}
+		if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "+OK") {
+			return 0, false, fmt.Errorf("AUTH: %q %v", line, err)
+		}
+	}
 	if _, err := c.Write([]byte("*1\r\n$4\r\nINFO\r\n")); err != nil {
 		return 0, false, err
 	}
-	r := bufio.NewReader(c)
 	head, err := r.ReadString('\n')
 	if err != nil {
 		return 0, false, err
