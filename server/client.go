@@ -110,6 +110,8 @@ type Client struct {
 	blocked     atomic.Pointer[waiter] // set while the client waits in a blocking command
 	// replCapaNative: REPLCONF capa damselfly-native (replication/native.go)
 	replCapaNative bool
+	// replCapaParallel: REPLCONF capa damselfly-parallel (repl_sync.go)
+	replCapaParallel bool
 	// noBlock makes blocking commands answer at once as if timed out (set
 	// while running EXEC or a script, as Redis does).
 	noBlock bool

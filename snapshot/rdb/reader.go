@@ -141,6 +141,9 @@ type Options struct {
 	// and String view, once fn returns: fn copies what it keeps. Collection
 	// fields (List, Set, Hash, ZSet, Stream) are always fresh and may be kept.
 	Reuse bool
+	// BufSize is the read buffer's size (default 64 KiB); a caller reading
+	// a small payload from memory (RESTORE) passes its length.
+	BufSize int
 
 	slowStrings bool // tests: decode strings with github.com/hdt3213/rdb too
 }
@@ -152,7 +155,11 @@ type Options struct {
 // other types go through github.com/hdt3213/rdb's decoder.
 func LoadWith(r io.Reader, name string, opt Options, fn func(e *Entry) error) (Info, error) {
 	info := Info{Aux: map[string]string{}}
-	sk := &skimmer{name: name, br: bufio.NewReaderSize(r, 64<<10), crc: newCRC(), info: &info, opt: opt, fn: fn,
+	bufSize := 64 << 10
+	if opt.BufSize > 0 {
+		bufSize = min(opt.BufSize, bufSize)
+	}
+	sk := &skimmer{name: name, br: bufio.NewReaderSize(r, bufSize), crc: newCRC(), info: &info, opt: opt, fn: fn,
 		nowMs: time.Now().UnixMilli()}
 	dec := core.NewDecoder(sk).WithSpecialOpCode()
 	var fnErr error
