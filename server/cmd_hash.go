@@ -37,6 +37,8 @@ func (c *Client) readHash(key []byte) (sh *shard.Shard, hs *types.Hash, bad bool
 	e, found, bad := c.getColl(sh, h, key, shard.TypeHash)
 	if found {
 		hs = e.Obj().(*types.Hash)
+	} else if !bad {
+		c.keyMiss(key)
 	}
 	return sh, hs, bad
 }

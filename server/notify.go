@@ -265,3 +265,7 @@ func (s *Server) kseAfterCron() {
 		s.kseDrain(nil)
 	}
 }
+
+// keyMiss raises keymiss (class m) for key: called where Redis's read
+// lookup (lookupKeyRead) finds nothing, never for a wrong type.
+func (c *Client) keyMiss(key []byte) { c.notify(kseKeyMiss, "keymiss", key) }
