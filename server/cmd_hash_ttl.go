@@ -40,16 +40,20 @@ func registerHashTTL(reg registrar) {
 }
 
 // onFieldExpire replicates, logs and announces hash fields the shard
-// deleted because they expired (shard.Shard.OnFieldExpire).
+// deleted because they expired (shard.Shard.OnFieldExpire): one HDEL key
+// field per field, as Redis 7.4 and 8 propagate (propagateHashFieldDeletion).
 func (s *Server) onFieldExpire(db int, key []byte, fields [][]byte, gone bool) {
 	if s.repl.IsReplica() {
 		return
 	}
-	args := append([][]byte{[]byte("HDEL"), key}, fields...)
-	if a := s.aof.a.Load(); a != nil {
-		a.Feed(db, args)
+	a := s.aof.a.Load()
+	for _, f := range fields {
+		args := [][]byte{[]byte("HDEL"), key, f}
+		if a != nil {
+			a.Feed(db, args)
+		}
+		s.repl.Append(db, args)
 	}
-	s.repl.Append(db, args)
 	s.notifyDB(db, kseHash, "hexpired", key)
 	if gone {
 		s.notifyDB(db, kseGeneric, "del", key)
@@ -628,6 +632,40 @@ func cmdHSetEx(c *Client, args [][]byte) {
 	if hs.Len() == 0 {
 		d.Delete(&e)
 		c.notify(kseGeneric, "del", args[1])
+	}
+}
+
+// liveHash is hs without the fields expired at now: hs itself when none
+// is, else a copy. Expired fields outlive their deadline on a replica
+// (until the primary's HDEL), while CLIENT PAUSE WRITE holds expiry, and
+// for HLEN; Redis 7.4 and 8 hide them from the field readers meanwhile
+// (HGET, HEXISTS, HGETALL, HSCAN, HTTL ...), but HLEN and, on a replica,
+// HRANDFIELD still count them.
+func liveHash(hs *types.Hash, now int64) *types.Hash {
+	if at := hs.NextFieldExpiry(); at == 0 || at > now {
+		return hs
+	}
+	cp := hs.Clone()
+	if cp.ExpireFields(now, nil) == 0 {
+		return hs
+	}
+	return cp
+}
+
+// cmdHLen counts the fields expired but not reclaimed yet, as Redis 7.4
+// and 8 (hashTypeLength(o, 0)): its lookup leaves them in place.
+func cmdHLen(c *Client, args [][]byte) {
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	e, found := sh.LookupStaleFields(c.db, h, args[1], now())
+	switch {
+	case !found:
+		c.keyMiss(args[1])
+		c.int(0)
+	case e.Type() != shard.TypeHash:
+		c.errWrongType()
+	default:
+		c.int(int64(e.Obj().(*types.Hash).Len()))
 	}
 }
 
