@@ -230,7 +230,7 @@ func (s *Server) publish(from *Client, k subKind, channel, msg []byte) int64 {
 			i = 1
 		}
 		if frames[i] == nil {
-			frames[i] = appendPush(nil, proto, verb, nil, channel, msg)
+			frames[i] = appendPush(make([]byte, 0, 48+len(channel)+len(msg)), proto, verb, nil, channel, msg)
 		}
 		return frames[i]
 	}
@@ -254,7 +254,7 @@ func (s *Server) publish(from *Client, k subKind, channel, msg []byte) int64 {
 				i = 1
 			}
 			if pf[i] == nil {
-				pf[i] = appendPush(nil, proto, "pmessage", []byte(pat), channel, msg)
+				pf[i] = appendPush(make([]byte, 0, 64+len(pat)+len(channel)+len(msg)), proto, "pmessage", []byte(pat), channel, msg)
 			}
 			return pf[i]
 		}
