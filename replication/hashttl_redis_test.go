@@ -4,15 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/damselflydb/damselfly/internal/redistest"
 	"github.com/damselflydb/damselfly/server"
 	"github.com/redis/go-redis/v9"
 )
@@ -197,24 +196,9 @@ func copyFile(t *testing.T, from, to string) {
 	}
 }
 
-// startRedisBin runs the redis-server at bin on dir's dump.rdb.
+// startRedisBin runs the redis-server at bin on dir's dump.rdb
+// (internal/redistest waits until it answers as itself, loaded).
 func startRedisBin(t *testing.T, bin, dir string) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--enable-debug-command", "yes", "--dir", dir, "--dbfilename", "dump.rdb", "--logfile", filepath.Join(dir, "redis.log"))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	c := client(t, addr)
-	waitFor(t, 10*time.Second, "redis-server to load the RDB", func() bool {
-		return c.Ping(context.Background()).Err() == nil
-	})
-	return addr
+	return redistest.Start(t, bin, "--save", "", "--appendonly", "no", "--enable-debug-command", "yes",
+		"--dir", dir, "--dbfilename", "dump.rdb", "--logfile", filepath.Join(dir, "redis.log")).Addr
 }
