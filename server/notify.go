@@ -32,9 +32,10 @@ package server
 
 import (
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/damselflydb/damselfly/pubsub"
 )
 
 // Notification classes (Redis's NOTIFY_* values).
@@ -283,21 +284,15 @@ func (k *keyspaceEvents) recycle(batch []kseEvent, keys []byte) {
 // kseListened reports whether anyone could receive a keyspace event: a
 // pattern subscription, or a channel subscription to a __keyspace@ or
 // __keyevent@ channel. When nobody could, a drained batch is dropped
-// without building a channel name. It reads the Pub/Sub registry (shared)
-// and is the one place notify.go looks inside it.
+// without building a channel name. It asks the Pub/Sub registry (package
+// pubsub) through its public counts.
 func (s *Server) kseListened() bool {
-	r := s.pubsub
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if len(r.subs[kindPattern]) > 0 || len(r.subs[kindChannel]) > 64 {
+	channels, patterns, _ := s.pubsub.Counts()
+	if patterns > 0 || channels > 64 {
 		return true // a pattern may match; many channels: not worth a scan
 	}
-	for name := range r.subs[kindChannel] {
-		if strings.HasPrefix(name, "__keyspace@") || strings.HasPrefix(name, "__keyevent@") {
-			return true
-		}
-	}
-	return false
+	return channels > 0 && (len(s.pubsub.Channels(pubsub.Channel, []byte("__keyspace@*"))) > 0 ||
+		len(s.pubsub.Channels(pubsub.Channel, []byte("__keyevent@*"))) > 0)
 }
 
 // notifyNewKey is the store's new-key hook (under the shard lock).
