@@ -490,6 +490,7 @@ func (s *Server) setNodes(text string, version int64, force bool) error {
 		cs.mu.Unlock()
 		return err
 	}
+	after := s.handOver(cur, t, text) // cluster_failover.go: a planned failover's catch-up
 	var drop []int
 	cs.update(func(v *clusterView) {
 		if v.myID == "" || force || t.Node(v.myID) == nil {
@@ -504,6 +505,9 @@ func (s *Server) setNodes(text string, version int64, force bool) error {
 	cs.mu.Unlock()
 	s.dropSlots(drop)
 	s.followTopology()
+	if after != nil {
+		after()
+	}
 	return nil
 }
 
