@@ -140,8 +140,12 @@ func (s *Server) takeOver(old *cluster.Node, text string, version int64) func() 
 	if err == nil && peerInfoField(info, "role") == "master" {
 		target, _ = strconv.ParseInt(peerInfoField(info, "master_repl_offset"), 10, 64)
 	}
+	if target < 0 {
+		s.log.Info("cluster: the old primary already handed over", "primary", addr)
+		return unpause
+	}
 	caught := false
-	for target >= 0 && time.Now().Before(deadline) {
+	for time.Now().Before(deadline) {
 		if s.repl.Offset() >= target {
 			caught = true
 			break
