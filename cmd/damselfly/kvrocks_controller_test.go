@@ -232,6 +232,25 @@ controller:
 		return err != nil && err.Error() == want
 	})
 	moreWrites(500)
+
+	// A replica restarts empty: the controller finds it uninitialised and
+	// pushes the topology again; it resyncs from its primary.
+	rep := cl.Shards[1].replica()
+	ri := -1
+	for i, a := range addrs {
+		if a == rep.Addr {
+			ri = i
+		}
+	}
+	nodes[ri].cmd.Process.Kill()
+	nodes[ri].cmd.Process.Wait()
+	nodes[ri] = startAt(t, bin, t.TempDir(), nodes[ri].port, "--cluster-mode", "yes", "--save", "")
+	cl = waitConverged("the restarted replica to take the topology again")
+	waitUntil(t, 20*time.Second, "the restarted replica to resync", func() bool {
+		info, _ := nodes[ri].rc.Info(ctx, "replication").Result()
+		return strings.Contains(info, "master_link_status:up")
+	})
+	moreWrites(300)
 	stop.Store(true)
 	wg.Wait()
 
@@ -359,6 +378,24 @@ func (a *ctlAPI) cluster() ctlCluster {
 	}
 	a.call("GET", "/namespaces/e2e/clusters/c1", nil, &out)
 	return out.Cluster
+}
+
+// startAt is start (main_test.go) on a given port: a node restarted
+// where the controller knows it.
+func startAt(t *testing.T, bin, dir string, port int, extra ...string) *proc {
+	t.Helper()
+	args := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--dir", dir}, extra...)
+	cmd := exec.Command(bin, args...)
+	log := &bytes.Buffer{}
+	cmd.Stderr = log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	p := &proc{cmd: cmd, port: port, log: log, rc: redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})}
+	t.Cleanup(func() { p.rc.Close() })
+	waitUntil(t, 20*time.Second, "damselfly to start", func() bool { return p.rc.Ping(context.Background()).Err() == nil })
+	return p
 }
 
 // anyPort is a free loopback address picked by the kernel.
