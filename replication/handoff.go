@@ -33,6 +33,8 @@ func (n *Node) findReplicaLocked(ip string, port int) *replicaConn {
 func (n *Node) WaitReplica(ctx context.Context, ip string, port int, off int64, timeout time.Duration) bool {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
+	n.handingOver.Store(true)
+	defer n.handingOver.Store(false)
 	asked := false
 	for {
 		n.mu.Lock()

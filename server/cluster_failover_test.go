@@ -40,9 +40,11 @@ func (tc *testCluster) swapRoles(p, r int) {
 }
 
 // TestClusterPlannedFailover: go-redis ClusterClient writers run while the
-// control plane swaps a primary and its replica, once telling the old
-// primary first and once the new one first (a control plane may do
-// either); every acknowledged write is on the new primary afterwards.
+// control plane swaps a primary and its replica three times: telling the
+// old primary first, the new one first (a control plane may do either, and
+// kvrocks-controller does no more), and with the control plane pausing
+// the primary's writes itself until the replica caught up. Every
+// acknowledged write is on the new primary afterwards.
 func TestClusterPlannedFailover(t *testing.T) {
 	tc := startTestCluster(t)
 	ctx := context.Background()
@@ -103,6 +105,30 @@ func TestClusterPlannedFailover(t *testing.T) {
 	tc.swapRoles(3, 0)
 	tc.pushOrder([]int{0, 1, 2, 4, 5, 3})
 	waitWrites(300)
+	// A control plane doing it all itself, as Redis's FAILOVER does: pause
+	// the primary's writes, wait for the replica's offset, push (new
+	// primary first), unpause.
+	waitFor(t, "node 3 to follow node 0", func() bool {
+		info, _ := newClient(t, tc.nodes[3]).Info(ctx, "replication").Result()
+		return peerInfoField(info, "master_link_status") == "up"
+	})
+	p0, p3 := newClient(t, tc.nodes[0]), newClient(t, tc.nodes[3])
+	if err := p0.Do(ctx, "CLIENT", "PAUSE", 5000, "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := p0.Info(ctx, "replication").Result()
+	target, _ := strconv.ParseInt(peerInfoField(info, "master_repl_offset"), 10, 64)
+	waitFor(t, "the replica to reach the paused primary's offset", func() bool {
+		info, _ := p3.Info(ctx, "replication").Result()
+		off, _ := strconv.ParseInt(peerInfoField(info, "slave_repl_offset"), 10, 64)
+		return off >= target
+	})
+	tc.swapRoles(0, 3)
+	tc.pushOrder([]int{3, 1, 2, 4, 5, 0})
+	if err := p0.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitWrites(300)
 	stop.Store(true)
 	wg.Wait()
 
@@ -121,7 +147,7 @@ func TestClusterPlannedFailover(t *testing.T) {
 	}
 	// The old primary redirects writes once demoted.
 	k := keyInSlotRange(0, 5460)
-	if err := newClient(t, tc.nodes[3]).Set(ctx, k, 1, 0).Err(); err == nil || err.Error()[:6] != "MOVED " {
+	if err := p0.Set(ctx, k, 1, 0).Err(); err == nil || err.Error()[:6] != "MOVED " {
 		t.Fatalf("SET on the demoted node: %v", err)
 	}
 }
