@@ -220,7 +220,8 @@ func redactArgs(cmd *command, args [][]byte) [][]byte {
 		hide = func(i int) bool { return set[i] }
 	case "config|set":
 		hide = func(i int) bool {
-			return i >= 3 && i%2 == 1 && (eq(args[i-1], "requirepass") || eq(args[i-1], "masterauth") || eq(args[i-1], "masteruser"))
+			return i >= 3 && i%2 == 1 && (eq(args[i-1], "requirepass") || eq(args[i-1], "masterauth") || eq(args[i-1], "masteruser") ||
+				eq(args[i-1], "tls-key-file-pass") || eq(args[i-1], "tls-client-key-file-pass"))
 		}
 	default:
 		return args
