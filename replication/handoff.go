@@ -63,5 +63,6 @@ func (n *Node) WaitReplica(ctx context.Context, ip string, port int, off int64, 
 	}
 }
 
-// MasterAuth is the password sent to a primary (the replication link's).
-func (n *Node) MasterAuth() string { return n.cfg.MasterAuth }
+// AuthArgs is the AUTH command the replication handshake sends to a
+// primary (masteruser, masterauth), nil when there is none.
+func (n *Node) AuthArgs() []string { return n.authArgs() }

@@ -118,7 +118,11 @@ func (s *Server) takeOver(old *cluster.Node, text string, version int64) func() 
 	}
 	p := &peerConn{nc: nc, rd: resp.NewReader(nc)}
 	deadline := time.Now().Add(failoverCatchUp)
-	if pass := s.repl.MasterAuth(); pass != "" {
+	// The replication link's credentials, else the cluster's password
+	// (as the migration link uses).
+	if auth := s.repl.AuthArgs(); auth != nil {
+		p.call(deadline, auth...)
+	} else if pass := s.cfg.requirePass(); pass != "" {
 		p.call(deadline, "AUTH", pass)
 	}
 	pauseMS := strconv.FormatInt((2 * failoverCatchUp).Milliseconds(), 10)
