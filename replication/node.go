@@ -52,6 +52,11 @@ type Config struct {
 	// Dial, when set, opens the connection to the primary (the server's
 	// TLS dialer with tls-replication yes); nil dials plain TCP.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
+
+	// Parallel full sync (native.go). SnapshotSync, when set, writes the
+	// snapshot in the parallel sync format for replicas that announce
+	// CapaParallel; it has Snapshot's contract otherwise.
+	SnapshotSync func(ctx context.Context, w io.Writer, onCut func()) (int64, error)
 }
 
 func (c *Config) defaults() {

@@ -508,6 +508,7 @@ func (s *Server) setNodes(text string, version int64, force bool) error {
 	})
 	cs.mu.Unlock()
 	s.dropSlots(drop)
+	s.dropUnservedShardChannels() // cluster_pubsub.go
 	s.followTopology()
 	if after != nil {
 		after()
@@ -551,6 +552,7 @@ func (s *Server) setSlots(ranges []cluster.Range, id string, version int64) erro
 	})
 	cs.mu.Unlock()
 	s.dropSlots(drop)
+	s.dropUnservedShardChannels() // cluster_pubsub.go
 	return nil
 }
 
