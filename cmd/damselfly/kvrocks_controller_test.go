@@ -89,7 +89,7 @@ controller:
 			t.Logf("controller log (tail):\n%s", tail(ctlLog.String(), 4000))
 		}
 	})
-	waitUntil(t, 20*time.Second, "the controller to lead", func() bool {
+	ctlWait(t, 20*time.Second, "the controller to lead", func() bool {
 		var leader string
 		return api.try("GET", "/controller/leader", nil, &leader) == nil && leader != ""
 	})
@@ -126,7 +126,7 @@ controller:
 	waitConverged := func(what string) ctlCluster {
 		t.Helper()
 		var cl ctlCluster
-		waitUntil(t, 20*time.Second, what, func() bool {
+		ctlWait(t, 20*time.Second, what, func() bool {
 			cl = api.cluster()
 			for _, sh := range cl.Shards {
 				for _, n := range sh.Nodes {
@@ -196,19 +196,19 @@ controller:
 	moreWrites := func(n int64) {
 		t.Helper()
 		target := written.Load() + n
-		waitUntil(t, 20*time.Second, "writes to go on", func() bool { return written.Load() >= target })
+		ctlWait(t, 20*time.Second, "writes to go on", func() bool { return written.Load() >= target })
 	}
 	moreWrites(500)
 
 	// Failover of shard 0 through the controller's API.
 	oldPrimary, oldReplica := cl.Shards[0].primary(), cl.Shards[0].replica()
 	api.call("POST", "/namespaces/e2e/clusters/c1/shards/0/failover", map[string]any{}, nil)
-	waitUntil(t, 20*time.Second, "the controller to promote shard 0's replica", func() bool {
+	ctlWait(t, 20*time.Second, "the controller to promote shard 0's replica", func() bool {
 		return api.cluster().Shards[0].primary().ID == oldReplica.ID
 	})
 	cl = waitConverged("the nodes to take the failover")
 	t.Logf("failover: v%d, shard 0's primary %s -> %s", cl.Version, oldPrimary.Addr, oldReplica.Addr)
-	waitUntil(t, 20*time.Second, "the old primary to follow the new one", func() bool {
+	ctlWait(t, 20*time.Second, "the old primary to follow the new one", func() bool {
 		info, _ := byAddr(oldPrimary.Addr).rc.Info(ctx, "replication").Result()
 		return strings.Contains(info, "master_link_status:up")
 	})
@@ -220,14 +220,14 @@ controller:
 	dst := cl.Shards[1].primary()
 	keysBefore, _ := src.rc.ClusterCountKeysInSlot(ctx, slot).Result()
 	api.call("POST", "/namespaces/e2e/clusters/c1/shards/migration/slot_data", map[string]any{"source": 0, "target": 1, "slot": slot}, nil)
-	waitUntil(t, 20*time.Second, fmt.Sprintf("slot %d to move to shard 1", slot), func() bool {
+	ctlWait(t, 20*time.Second, fmt.Sprintf("slot %d to move to shard 1", slot), func() bool {
 		return api.cluster().Shards[1].owns(slot)
 	})
 	cl = waitConverged("the nodes to take the migration")
 	t.Logf("migrated slot %d (%d keys) to %s: v%d", slot, keysBefore, dst.Addr, cl.Version)
 	key := hot + "probe"
 	want := fmt.Sprintf("MOVED %d %s", slot, dst.Addr)
-	waitUntil(t, 10*time.Second, "the source to redirect the slot", func() bool {
+	ctlWait(t, 10*time.Second, "the source to redirect the slot", func() bool {
 		err := src.rc.Get(ctx, key).Err()
 		return err != nil && err.Error() == want
 	})
@@ -246,7 +246,7 @@ controller:
 	nodes[ri].cmd.Process.Wait()
 	nodes[ri] = startAt(t, bin, t.TempDir(), nodes[ri].port, "--cluster-mode", "yes", "--save", "")
 	cl = waitConverged("the restarted replica to take the topology again")
-	waitUntil(t, 20*time.Second, "the restarted replica to resync", func() bool {
+	ctlWait(t, 20*time.Second, "the restarted replica to resync", func() bool {
 		info, _ := nodes[ri].rc.Info(ctx, "replication").Result()
 		return strings.Contains(info, "master_link_status:up")
 	})
@@ -394,7 +394,7 @@ func startAt(t *testing.T, bin, dir string, port int, extra ...string) *proc {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
 	p := &proc{cmd: cmd, port: port, log: log, rc: redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})}
 	t.Cleanup(func() { p.rc.Close() })
-	waitUntil(t, 20*time.Second, "damselfly to start", func() bool { return p.rc.Ping(context.Background()).Err() == nil })
+	ctlWait(t, 20*time.Second, "damselfly to start", func() bool { return p.rc.Ping(context.Background()).Err() == nil })
 	return p
 }
 
@@ -440,7 +440,7 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+func ctlWait(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(d); !cond(); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
