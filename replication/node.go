@@ -115,6 +115,10 @@ type Node struct {
 	// INFO stats: sync_full, sync_partial_ok, sync_partial_err.
 	syncFull, syncPartialOK, syncPartialErr atomic.Int64
 
+	// handingOver: WaitReplica is waiting for a planned failover's
+	// replica (INFO's master_failover_state: waiting-for-sync).
+	handingOver atomic.Bool
+
 	closed chan struct{}
 	wg     sync.WaitGroup
 }

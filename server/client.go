@@ -345,7 +345,7 @@ func (c *Client) execute(args [][]byte) {
 	if c.srv.scripts.busy.Load() != nil && !c.waitBusy(cmd, args) { // script.go
 		return
 	}
-	if c.srv.pause.kind.Load() != pauseOff && c.pausedWait(cmd) { // clientadmin.go
+	if c.srv.pause.kind.Load() != pauseOff && (c.pausedWait(cmd) || c.clusterAfterPause(cmd, args)) { // clientadmin.go, cluster_failover.go
 		return
 	}
 	if c.srv.shutdownRefused(c) {
