@@ -5,6 +5,7 @@ package netpoll
 import (
 	"log/slog"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -54,6 +55,11 @@ type IOUringOptions struct {
 	// SingleShot re-arms one receive per completion even where the kernel
 	// offers multishot receive (tests cover both paths with it).
 	SingleShot bool
+	// PlainRing sets the ring up without IORING_SETUP_SINGLE_ISSUER and
+	// DEFER_TASKRUN (as on kernels before 6.1): completion work then
+	// interrupts the submitting thread, and the loop waits on the Go
+	// poller. For tests and measurements.
+	PlainRing bool
 }
 
 const (
@@ -107,7 +113,7 @@ func NewIOUring(log *slog.Logger, opt IOUringOptions) (*Loop, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	r, err := newRing()
+	r, err := newRing(!opt.PlainRing)
 	if err != nil {
 		return nil, err
 	}
@@ -202,20 +208,55 @@ func (l *Loop) runUring() {
 	u := l.u
 	r := u.r
 	var rf *os.File
-	defer func() { l.teardownUring(rf) }()
 	var rc syscall.RawConn
-	err := syscall.SetNonblock(r.fd, true)
-	if err == nil {
-		rf = os.NewFile(uintptr(r.fd), "io_uring")
-		rc, err = rf.SyscallConn()
+	var err error
+	if r.deferTR {
+		// The ring's only issuer is this thread: the loop goroutine
+		// stays on it, and waits in io_uring_enter (see ring.wait).
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err = r.enable()
+	} else {
+		err = syscall.SetNonblock(r.fd, true)
+		if err == nil {
+			rf = os.NewFile(uintptr(r.fd), "io_uring")
+			rc, err = rf.SyscallConn()
+		}
 	}
+	defer func() { l.teardownUring(rf) }()
 	if err != nil {
-		l.log.Error("event loop: cannot poll the io_uring fd", "err", err)
+		l.log.Error("event loop: cannot start io_uring", "err", err)
 		return
 	}
 	u.armWake(l.wakefd)
 	for {
 		r.publish()
+		if r.deferTR {
+			// One system call submits the iteration's sends, runs the
+			// receives the kernel queued and, with nothing to do, sleeps.
+			var errno syscall.Errno
+			if len(u.next) == 0 && !r.pending() {
+				errno = r.wait()
+			} else if r.unsubmit > 0 || r.taskrun() {
+				errno = r.enter(0)
+			}
+			switch errno {
+			case 0, syscall.EINTR, syscall.EAGAIN, syscall.EBUSY, syscall.ETIME:
+			default:
+				l.log.Error("event loop: io_uring_enter", "err", errno)
+				return
+			}
+			now := time.Now().UnixNano()
+			for _, fd := range u.next {
+				u.touch(fd)
+			}
+			u.next = u.next[:0]
+			if !l.reap(now) {
+				return
+			}
+			l.finish(now)
+			continue
+		}
 		// Enter to submit, or to flush completions the kernel kept aside
 		// while the completion ring was full (enter adds GETEVENTS then).
 		if r.unsubmit > 0 || r.overflowed() {
