@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -47,6 +48,7 @@ const (
 	featFastPoll   = 1 << 5
 
 	enterGetEvents      = 1 << 0
+	enterExtArg         = 1 << 3
 	enterRegisteredRing = 1 << 4
 	sqCQOverflow        = 1 << 1
 	sqTaskrun           = 1 << 2 // IORING_SQ_TASKRUN: completion work is queued
@@ -55,6 +57,8 @@ const (
 	offCQRing = 0x8000000
 	offSQEs   = 0x10000000
 
+	registerEventfd     = 4
+	unregisterEventfd   = 5
 	registerEnableRings = 12
 	registerRingFds     = 20
 	unregisterRingFds   = 21
@@ -322,6 +326,58 @@ func (r *ring) wait() syscall.Errno {
 		r.unsubmit -= uint32(n)
 	}
 	return errno
+}
+
+// getEventsArg is struct io_uring_getevents_arg (IORING_ENTER_EXT_ARG).
+type getEventsArg struct {
+	sigmask   uint64
+	sigmaskSz uint32
+	minWait   uint32
+	ts        uint64
+}
+
+// waitBriefly is wait bounded by d, without the runtime's system call
+// bookkeeping: the goroutine keeps its P meanwhile, so the runtime does not
+// hand the P to another thread (sysmon's retake, a futex wake-up and a
+// spinning thread) for a sleep that is over in microseconds. ETIME when
+// nothing completed in d. Only for short d: other goroutines of this P and
+// a stop-the-world wait for it.
+func (r *ring) waitBriefly(d time.Duration) syscall.Errno {
+	if raceEnabled {
+		return r.wait()
+	}
+	ts := syscall.NsecToTimespec(int64(d))
+	arg := getEventsArg{ts: uint64(uintptr(unsafe.Pointer(&ts)))}
+	n, _, errno := syscall.RawSyscall6(unix.SYS_IO_URING_ENTER, r.enterFd, uintptr(r.unsubmit), 1,
+		enterGetEvents|enterExtArg|r.enterFlags, uintptr(unsafe.Pointer(&arg)), unsafe.Sizeof(arg))
+	if errno == 0 {
+		// What was submitted; a timeout after submitting is not reported.
+		r.unsubmit -= uint32(n)
+	}
+	return errno
+}
+
+// notifyOn makes the kernel signal eventfd efd whenever completion work
+// is queued (nil: stop). The loop turns it on only while it sleeps on the
+// Go poller, since signalling costs the kernel on every completion.
+func (r *ring) notifyOn(efd int, on bool) error {
+	// Raw system calls (they do not block): entersyscall would wake a
+	// sleeping sysmon, which then polls every 20 µs for a millisecond.
+	op, fd := uintptr(unregisterEventfd), int32(efd)
+	var arg, n uintptr
+	if on {
+		op, arg, n = registerEventfd, uintptr(unsafe.Pointer(&fd)), 1
+	}
+	var errno syscall.Errno
+	if raceEnabled {
+		_, _, errno = syscall.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), op, arg, n, 0, 0)
+	} else {
+		_, _, errno = syscall.RawSyscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), op, arg, n, 0, 0)
+	}
+	if errno != 0 {
+		return os.NewSyscallError("io_uring_register(EVENTFD)", errno)
+	}
+	return nil
 }
 
 // enable starts a ring set up disabled (deferTR) from the calling thread,

@@ -68,6 +68,11 @@ const (
 	kindWake   = 3
 	kindCancel = 4
 
+	// briefWait bounds the loop's wait for the next completion while it
+	// keeps its P (ring.waitBriefly); past it, it sleeps in a blocking
+	// system call that lets the runtime use the P elsewhere.
+	briefWait = time.Millisecond
+
 	// pendLimit is the input a connection may have received ahead of its
 	// handler before its receive is cancelled.
 	pendLimit = 64 << 10
@@ -81,6 +86,9 @@ type uringLoop struct {
 	next      []int   // fds with input left for the next iteration
 	wakeBuf   *[8]byte
 	wakeArmed bool
+	park      int // non-blocking eventfd the idle loop sleeps on (parkUring)
+	parkFile  *os.File
+	parkRC    syscall.RawConn
 	recycled  bool // buffers were put back this iteration
 }
 
@@ -216,6 +224,17 @@ func (l *Loop) runUring() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		err = r.enable()
+		if err == nil {
+			w, _, errno := syscall.Syscall(syscall.SYS_EVENTFD2, 0, syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+			if errno != 0 {
+				err = os.NewSyscallError("eventfd2", errno)
+			} else {
+				u.park = int(w)
+				u.parkFile = os.NewFile(w, "io_uring park")
+				u.parkRC, err = u.parkFile.SyscallConn()
+				defer u.parkFile.Close()
+			}
+		}
 	} else {
 		err = syscall.SetNonblock(r.fd, true)
 		if err == nil {
@@ -229,17 +248,34 @@ func (l *Loop) runUring() {
 		return
 	}
 	u.armWake(l.wakefd)
+	busy := false
 	for {
 		r.publish()
 		if r.deferTR {
 			// One system call submits the iteration's sends, runs the
 			// receives the kernel queued and, with nothing to do, sleeps.
 			var errno syscall.Errno
-			if len(u.next) == 0 && !r.pending() {
-				errno = r.wait()
-			} else if r.unsubmit > 0 || r.taskrun() {
+			switch {
+			case len(u.next) > 0 || r.pending():
+				if r.unsubmit > 0 || r.taskrun() {
+					errno = r.enter(0)
+				}
+			case busy:
+				// Served something last time: the next input is
+				// likely microseconds away; wait for it holding the P.
+				if errno = r.waitBriefly(briefWait); errno == syscall.ETIME {
+					busy = false
+					continue
+				}
+			default:
+				// Idle: sleep on the Go poller (see parkUring).
+				if err := l.parkUring(); err != nil {
+					l.log.Error("event loop: waiting on io_uring", "err", err)
+					return
+				}
 				errno = r.enter(0)
 			}
+			busy = true
 			switch errno {
 			case 0, syscall.EINTR, syscall.EAGAIN, syscall.EBUSY, syscall.ETIME:
 			default:
@@ -283,6 +319,34 @@ func (l *Loop) runUring() {
 		}
 		l.finish(now)
 	}
+}
+
+// parkUring waits for completion work on an idle DEFER_TASKRUN ring. A
+// blocking io_uring_enter would do, but the Go runtime takes the P of a
+// thread blocked in a system call away (sysmon's retake: a futex wake-up,
+// a spinning thread, and sysmon polling every 20 µs for a while after):
+// measured, that cost more than the sleep saved. Parked on the Go poller
+// instead, the P goes idle the ordinary way. The kernel signals l.u.park
+// only while it is registered, so busy iterations do not pay for it.
+func (l *Loop) parkUring() error {
+	u := l.u
+	r := u.r
+	if err := r.notifyOn(u.park, true); err != nil {
+		return err
+	}
+	defer r.notifyOn(u.park, false)
+	// Work queued before the eventfd was registered signalled nothing.
+	if errno := r.enter(0); errno != 0 && errno != syscall.EINTR {
+		return errno
+	}
+	if r.pending() {
+		return nil
+	}
+	return u.parkRC.Read(func(uintptr) bool {
+		var b [8]byte
+		n, _ := Read(u.park, b[:]) // raw, as in notifyOn
+		return n == 8
+	})
 }
 
 // reap handles every completion in the ring; false when the loop must stop.
