@@ -282,32 +282,8 @@ func (l *Loop) runUring() {
 				l.log.Error("event loop: io_uring_enter", "err", errno)
 				return
 			}
-			now := time.Now().UnixNano()
-			for _, fd := range u.next {
-				u.touch(fd)
-			}
-			u.next = u.next[:0]
-			if !l.reap(now) {
-				return
-			}
-			l.finish(now)
-			continue
-		}
-		// Enter to submit, or to flush completions the kernel kept aside
-		// while the completion ring was full (enter adds GETEVENTS then).
-		if r.unsubmit > 0 || r.overflowed() {
-			switch errno := r.enter(0); errno {
-			case 0, syscall.EINTR, syscall.EAGAIN, syscall.EBUSY:
-			default:
-				l.log.Error("event loop: io_uring_enter", "err", errno)
-				return
-			}
-		}
-		if len(u.next) == 0 && r.unsubmit == 0 && !r.pending() && !r.overflowed() {
-			if err := rc.Read(func(uintptr) bool { return r.pending() }); err != nil {
-				l.log.Error("event loop: waiting on io_uring", "err", err)
-				return
-			}
+		} else if !l.waitPlain(rc) {
+			return
 		}
 		now := time.Now().UnixNano()
 		for _, fd := range u.next {
@@ -319,6 +295,30 @@ func (l *Loop) runUring() {
 		}
 		l.finish(now)
 	}
+}
+
+// waitPlain submits and waits on a plain ring (no DEFER_TASKRUN), through
+// the Go poller on the ring's fd; false when the loop must stop.
+func (l *Loop) waitPlain(rc syscall.RawConn) bool {
+	u := l.u
+	r := u.r
+	// Enter to submit, or to flush completions the kernel kept aside
+	// while the completion ring was full (enter adds GETEVENTS then).
+	if r.unsubmit > 0 || r.overflowed() {
+		switch errno := r.enter(0); errno {
+		case 0, syscall.EINTR, syscall.EAGAIN, syscall.EBUSY:
+		default:
+			l.log.Error("event loop: io_uring_enter", "err", errno)
+			return false
+		}
+	}
+	if len(u.next) == 0 && r.unsubmit == 0 && !r.pending() && !r.overflowed() {
+		if err := rc.Read(func(uintptr) bool { return r.pending() }); err != nil {
+			l.log.Error("event loop: waiting on io_uring", "err", err)
+			return false
+		}
+	}
+	return true
 }
 
 // parkUring waits for completion work on an idle DEFER_TASKRUN ring. A
@@ -464,7 +464,7 @@ func (l *Loop) finish(now int64) {
 		}
 	}
 	if len(l.deferred) > 0 {
-		l.flushDeferredUring()
+		l.flushDeferred()
 	}
 	for i := 0; i < len(u.touched); i++ {
 		fd := u.touched[i]
@@ -533,27 +533,7 @@ func (l *Loop) release1(fd int, s *uslot) {
 	h.Closed()
 }
 
-// flushDeferredUring is flushDeferred for io_uring: held connections are
-// neither run nor written until the barrier lets them.
-func (l *Loop) flushDeferredUring() {
-	ch := l.barrier.Hold()
-	if ch == nil {
-		l.releaseUring(l.deferred)
-		l.deferred = l.deferred[:0]
-		return
-	}
-	batch := make([]request, len(l.deferred))
-	copy(batch, l.deferred)
-	l.deferred = l.deferred[:0]
-	go func() {
-		<-ch
-		l.mu.Lock()
-		l.released = append(l.released, batch)
-		l.mu.Unlock()
-		l.wake()
-	}()
-}
-
+// releaseUring lets held connections be run and written again.
 func (l *Loop) releaseUring(batch []request) {
 	u := l.u
 	for _, r := range batch {
@@ -568,13 +548,7 @@ func (l *Loop) releaseUring(batch []request) {
 // handoverUring takes what other goroutines queued; false when stopping.
 func (l *Loop) handoverUring() bool {
 	u := l.u
-	l.mu.Lock()
-	adds, closes, released, stopped := l.adds, l.closes, l.released, l.stopped
-	l.adds, l.closes, l.released = nil, nil, nil
-	l.mu.Unlock()
-	for _, b := range released {
-		l.releaseUring(b)
-	}
+	adds, closes, stopped := l.takeQueued()
 	for _, a := range adds {
 		for a.fd >= len(u.conns) {
 			u.conns = append(u.conns, make([]uslot, len(u.conns)+64)...)
@@ -598,15 +572,7 @@ func (l *Loop) handoverUring() bool {
 func (l *Loop) teardownUring(rf *os.File) {
 	u := l.u
 	r := u.r
-	l.mu.Lock()
-	l.stopped = true
-	adds := l.adds
-	l.adds = nil
-	l.mu.Unlock()
-	for _, a := range adds {
-		syscall.Close(a.fd)
-		a.h.Closed()
-	}
+	l.closeQueued()
 	e := r.get()
 	e.opcode = opAsyncCancel
 	e.fd = -1
