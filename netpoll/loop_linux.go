@@ -145,6 +145,9 @@ func (l *Loop) Stop() {
 func (l *Loop) wake() {
 	one := uint64(1)
 	_, _ = syscall.Write(l.wakefd, (*[8]byte)(unsafe.Pointer(&one))[:])
+	if l.u != nil && l.u.park >= 0 {
+		_, _ = syscall.Write(l.u.park, (*[8]byte)(unsafe.Pointer(&one))[:]) // see parkUring
+	}
 }
 
 // poll returns the ready events without waiting.
