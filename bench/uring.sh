@@ -16,7 +16,9 @@
 # Env: DAMSELFLY (binary, default: go build into the temp dir), N (requests
 # unpipelined, 30000; x10 at -P 16), C (clients, 50), D (value bytes, 256),
 # ROUNDS (3), UNIX=1 (over the Unix sockets instead of TCP), SHARDS_ARGS (extra
-# Damselfly flags), PIN=0 (do not pin the servers; for the two-core runs).
+# Damselfly flags), PIN=0 (do not pin the servers; for the two-core runs),
+# OLD (another Damselfly binary, run on io_uring as a fourth server O, e.g.
+# an earlier commit's, to measure a change in the same run).
 set -euo pipefail
 TESTS=${1:-set,get,incr,lpush,hset}
 N=${N:-30000}; C=${C:-50}; D=${D:-256}; ROUNDS=${ROUNDS:-3}; UNIX=${UNIX:-0}; PIN=${PIN:-1}
@@ -38,11 +40,15 @@ start_damselfly() { # name kind
 }
 start_damselfly E epoll
 start_damselfly U io_uring
+SERVERS="E U R"
+if [ -n "${OLD:-}" ]; then
+  NEW=$DAMSELFLY; DAMSELFLY=$OLD; start_damselfly O io_uring; DAMSELFLY=$NEW; SERVERS="E U O R"
+fi
 PORT_R=$(free_port)
 "${PINCMD[@]}" redis-server --port "$PORT_R" --bind 127.0.0.1 --save "" --appendonly no --dir "$T" \
   --unixsocket "$T/R.sock" ${REDIS_ARGS:-} >"$T/R.log" 2>&1 &
 PID_R=$!; PIDS="$PIDS $PID_R"
-for s in E U R; do
+for s in $SERVERS; do
   for _ in $(seq 1 50); do redis-cli -s "$T/$s.sock" PING >/dev/null 2>&1 && break; sleep 0.1; done
 done
 grep -h "io_uring unavailable" "$T"/U.log && echo "(the io_uring server fell back to epoll)"
@@ -55,20 +61,34 @@ bench() { # server test pipeline n
 }
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); transport: $([ "$UNIX" = 1 ] && echo unix || echo tcp); pinned: $PIN"
 echo
-echo "| test | -P | E ops/s | U ops/s | R ops/s | E µs/req | U µs/req | R µs/req | E/R CPU | U/R CPU | U/E CPU |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+if [ -n "${OLD:-}" ]; then
+  echo "| test | -P | E µs/req | U µs/req | O µs/req | R µs/req | E/R | U/R | O/R | U/E |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+else
+  echo "| test | -P | E ops/s | U ops/s | R ops/s | E µs/req | U µs/req | R µs/req | E/R CPU | U/R CPU | U/E CPU |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+fi
 for t in ${TESTS//,/ }; do
   for p in 1 16; do
     n=$N; [ "$p" -gt 1 ] && n=$((N * 10))
     declare -A ops=() cpu=()
     for r in $(seq 1 "$ROUNDS"); do
-      for s in E U R; do
+      for s in $SERVERS; do
         pid=$(eval echo "\$PID_$s")
         t0=$(ticks "$pid"); o=$(bench "$s" "$t" "$p" "$n"); t1=$(ticks "$pid")
         ops[$s]="${ops[$s]:-} $o"; cpu[$s]="${cpu[$s]:-} $(python3 -c "print(($t1-$t0)/$HZ*1e6/$n)")"
       done
     done
     [ -n "${DEBUG:-}" ] && echo "ops: ${ops[*]} cpu: ${cpu[*]}" >&2
+    if [ -n "${OLD:-}" ]; then
+      python3 - "$t" "$p" "${cpu[E]}" "${cpu[U]}" "${cpu[O]}" "${cpu[R]}" <<'PY'
+import sys, statistics as st
+t, p = sys.argv[1], sys.argv[2]
+c = [st.median(map(float, a.split())) for a in sys.argv[3:7]]
+print(f"| {t} | {p} | {c[0]:.2f} | {c[1]:.2f} | {c[2]:.2f} | {c[3]:.2f} | {c[0]/c[3]:.2f} | {c[1]/c[3]:.2f} | {c[2]/c[3]:.2f} | {c[1]/c[0]:.2f} |")
+PY
+      continue
+    fi
     python3 - "$t" "$p" "${ops[E]}" "${ops[U]}" "${ops[R]}" "${cpu[E]}" "${cpu[U]}" "${cpu[R]}" <<'PY'
 import sys, statistics as st
 t, p = sys.argv[1], sys.argv[2]
@@ -89,7 +109,7 @@ if [ "${SYSCALLS:-0}" = 1 ]; then
     for p in 1 16; do
       n=$N; [ "$p" -gt 1 ] && n=$((N * 10))
       row="| $t | $p |"
-      for s in E U R; do
+      for s in $SERVERS; do
         pid=$(eval echo "\$PID_$s")
         perf stat -x, -e raw_syscalls:sys_enter -p "$pid" -o "$T/perf.$s" -- \
           taskset -c 1 redis-benchmark $(target "$s") -t "$t" -n "$n" -c "$C" -d "$D" -r 100000 -P "$p" -q >/dev/null 2>&1

@@ -145,6 +145,9 @@ func (l *Loop) Stop() {
 func (l *Loop) wake() {
 	one := uint64(1)
 	_, _ = syscall.Write(l.wakefd, (*[8]byte)(unsafe.Pointer(&one))[:])
+	if l.u != nil && l.u.park >= 0 {
+		_, _ = syscall.Write(l.u.park, (*[8]byte)(unsafe.Pointer(&one))[:]) // see parkUring
+	}
 }
 
 // poll returns the ready events without waiting.
@@ -203,15 +206,7 @@ func (l *Loop) Run() {
 	}
 	var ep *os.File
 	defer func() {
-		l.mu.Lock()
-		l.stopped = true
-		adds := l.adds
-		l.adds = nil
-		l.mu.Unlock()
-		for _, a := range adds {
-			syscall.Close(a.fd)
-			a.h.Closed()
-		}
+		l.closeQueued()
 		for fd := range l.conns {
 			if l.conns[fd].h != nil {
 				l.close(fd)
@@ -280,6 +275,20 @@ func (l *Loop) Run() {
 	}
 }
 
+// closeQueued marks the loop stopped and closes the connections queued
+// for it that it never served.
+func (l *Loop) closeQueued() {
+	l.mu.Lock()
+	l.stopped = true
+	adds := l.adds
+	l.adds = nil
+	l.mu.Unlock()
+	for _, a := range adds {
+		syscall.Close(a.fd)
+		a.h.Closed()
+	}
+}
+
 // SetBarrier installs what deferred output waits for (see Deferrer). Call
 // it before Run.
 func (l *Loop) SetBarrier(b Barrier) { l.barrier = b }
@@ -287,21 +296,24 @@ func (l *Loop) SetBarrier(b Barrier) { l.barrier = b }
 // flushDeferred asks the barrier once for the whole batch: the deferred
 // output is written now, or its connections are held (no input read, no
 // output written) until a goroutine waiting on the barrier's channel hands
-// the batch back through the wake-up fd.
+// the batch back through the wake-up fd. Both loop kinds use it; the
+// io_uring loop marked its connections held when they deferred.
 func (l *Loop) flushDeferred() {
 	ch := l.barrier.Hold()
 	if ch == nil {
-		l.release(l.deferred)
+		l.releaseBatch(l.deferred)
 		l.deferred = l.deferred[:0]
 		return
 	}
 	batch := make([]request, len(l.deferred))
 	copy(batch, l.deferred)
 	l.deferred = l.deferred[:0]
-	for _, r := range batch {
-		s := &l.conns[r.fd]
-		s.held = true
-		l.interest(r.fd, 0)
+	if l.u == nil {
+		for _, r := range batch {
+			s := &l.conns[r.fd]
+			s.held = true
+			l.interest(r.fd, 0)
+		}
 	}
 	go func() {
 		<-ch
@@ -310,6 +322,29 @@ func (l *Loop) flushDeferred() {
 		l.mu.Unlock()
 		l.wake()
 	}()
+}
+
+// releaseBatch lets a batch the barrier held (or did not need to hold) go:
+// release or releaseUring.
+func (l *Loop) releaseBatch(batch []request) {
+	if l.u != nil {
+		l.releaseUring(batch)
+	} else {
+		l.release(batch)
+	}
+}
+
+// takeQueued takes what other goroutines queued for the loop, and lets
+// the batches whose barrier passed go; stopped when the loop must stop.
+func (l *Loop) takeQueued() (adds, closes []request, stopped bool) {
+	l.mu.Lock()
+	adds, closes, released, stopped := l.adds, l.closes, l.released, l.stopped
+	l.adds, l.closes, l.released = nil, nil, nil
+	l.mu.Unlock()
+	for _, b := range released {
+		l.releaseBatch(b)
+	}
+	return adds, closes, stopped
 }
 
 // release writes the output of held or deferred connections (those still
@@ -335,13 +370,7 @@ func (l *Loop) release(batch []request) {
 func (l *Loop) handover() bool {
 	var buf [8]byte
 	_, _ = syscall.Read(l.wakefd, buf[:])
-	l.mu.Lock()
-	adds, closes, released, stopped := l.adds, l.closes, l.released, l.stopped
-	l.adds, l.closes, l.released = nil, nil, nil
-	l.mu.Unlock()
-	for _, b := range released {
-		l.release(b)
-	}
+	adds, closes, stopped := l.takeQueued()
 	for _, a := range adds {
 		ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(a.fd)}
 		if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, a.fd, &ev); err != nil {

@@ -95,7 +95,8 @@ func loopKinds(t *testing.T) []loopKind {
 	l.Run()
 	return append(kinds,
 		loopKind{"io_uring", func() (*Loop, error) { return NewIOUring(nil, IOUringOptions{}) }},
-		loopKind{"io_uring-singleshot", func() (*Loop, error) { return NewIOUring(nil, IOUringOptions{SingleShot: true}) }})
+		loopKind{"io_uring-singleshot", func() (*Loop, error) { return NewIOUring(nil, IOUringOptions{SingleShot: true}) }},
+		loopKind{"io_uring-plain", func() (*Loop, error) { return NewIOUring(nil, IOUringOptions{PlainRing: true}) }})
 }
 
 // eachLoop runs f as a subtest on every loop kind.
@@ -293,4 +294,29 @@ func TestDetachHandsOverReceivedInput(t *testing.T) {
 		}
 		t.Logf("handed over with Detached: %q", h.in)
 	})
+}
+
+// TestIOUringDeferTaskrun: on Linux 6.1 and later the io_uring loop runs
+// with IORING_SETUP_SINGLE_ISSUER|DEFER_TASKRUN and a registered ring fd.
+func TestIOUringDeferTaskrun(t *testing.T) {
+	if !kernelAtLeast(6, 1) {
+		t.Skip("DEFER_TASKRUN needs Linux 6.1")
+	}
+	l, err := NewIOUring(nil, IOUringOptions{})
+	if err != nil {
+		t.Skipf("io_uring unavailable: %v", err)
+	}
+	deferTR := l.u.r.deferTR
+	l.Stop()
+	l.Run()
+	if !deferTR {
+		t.Fatal("ring set up without DEFER_TASKRUN")
+	}
+	k := loopKind{"io_uring", func() (*Loop, error) { return NewIOUring(nil, IOUringOptions{}) }}
+	_, addr, _ := serve(t, k, func() *lineHandler { return newLineHandler(1) })
+	nc := dial(t, addr)
+	io.WriteString(nc, "a\n")
+	if got, err := bufio.NewReader(nc).ReadString('\n'); err != nil || got != "a\n" {
+		t.Fatalf("got %q, %v", got, err)
+	}
 }

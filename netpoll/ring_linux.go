@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -34,22 +35,35 @@ const (
 	cqeFMore    = 1 << 1
 	cqeBufShift = 16
 
-	setupCQSize = 1 << 3
-	setupClamp  = 1 << 4
+	setupCQSize       = 1 << 3
+	setupClamp        = 1 << 4
+	setupRDisabled    = 1 << 6
+	setupSubmitAll    = 1 << 7
+	setupSingleIssuer = 1 << 12
+	setupDeferTaskrun = 1 << 13
+	setupTaskrunFlag  = 1 << 9
 
 	featSingleMmap = 1 << 0
 	featNoDrop     = 1 << 1
 	featFastPoll   = 1 << 5
 
-	enterGetEvents = 1 << 0
-	sqCQOverflow   = 1 << 1
+	enterGetEvents      = 1 << 0
+	enterExtArg         = 1 << 3
+	enterRegisteredRing = 1 << 4
+	sqCQOverflow        = 1 << 1
+	sqTaskrun           = 1 << 2 // IORING_SQ_TASKRUN: completion work is queued
 
 	offSQRing = 0
 	offCQRing = 0x8000000
 	offSQEs   = 0x10000000
 
-	registerPbufRing   = 22
-	unregisterPbufRing = 23
+	registerEventfd     = 4
+	unregisterEventfd   = 5
+	registerEnableRings = 12
+	registerRingFds     = 20
+	unregisterRingFds   = 21
+	registerPbufRing    = 22
+	unregisterPbufRing  = 23
 
 	cancelAny = 1 << 2
 	cancelAll = 1 << 0
@@ -132,6 +146,17 @@ type ring struct {
 	bufSize  int
 	bufTail  uint16
 	features uint32
+
+	// deferTR: set up with IORING_SETUP_SINGLE_ISSUER|DEFER_TASKRUN. The
+	// kernel then runs completion work (the receives) only inside our
+	// io_uring_enter(GETEVENTS) instead of interrupting whichever thread
+	// submitted last, and the loop waits in io_uring_enter rather than on
+	// the Go poller. The ring starts disabled; enable, on the loop's
+	// locked thread, makes that thread the only issuer and registers the
+	// ring fd (enterFd is then its index, with enterRegisteredRing).
+	deferTR    bool
+	enterFd    uintptr
+	enterFlags uintptr
 }
 
 const (
@@ -143,15 +168,29 @@ const (
 // newRing sets up an io_uring with a registered provided-buffer ring, or
 // fails (io_uring_setup refused: ENOSYS, EPERM under io_uring_disabled or
 // a seccomp filter; or a kernel without buffer rings, before 5.19).
-func newRing() (*ring, error) {
+// With deferTR it asks for IORING_SETUP_SINGLE_ISSUER|DEFER_TASKRUN
+// (Linux 6.1) and falls back to a plain ring where the kernel refuses.
+func newRing(deferTR bool) (*ring, error) {
 	var p uringParams
-	p.flags = setupCQSize | setupClamp
-	p.cqEntries = 4 * ringEntries
-	r1, _, errno := syscall.Syscall(unix.SYS_IO_URING_SETUP, ringEntries, uintptr(unsafe.Pointer(&p)), 0)
-	if errno != 0 {
-		return nil, os.NewSyscallError("io_uring_setup", errno)
+	fd := -1
+	if deferTR {
+		p = uringParams{flags: setupCQSize | setupClamp | setupSubmitAll | setupSingleIssuer | setupDeferTaskrun | setupTaskrunFlag | setupRDisabled, cqEntries: 4 * ringEntries}
+		r1, _, errno := syscall.Syscall(unix.SYS_IO_URING_SETUP, ringEntries, uintptr(unsafe.Pointer(&p)), 0)
+		if errno == 0 {
+			fd = int(r1)
+		} else {
+			deferTR = false
+		}
 	}
-	r := &ring{fd: int(r1), features: p.features}
+	if fd < 0 {
+		p = uringParams{flags: setupCQSize | setupClamp, cqEntries: 4 * ringEntries}
+		r1, _, errno := syscall.Syscall(unix.SYS_IO_URING_SETUP, ringEntries, uintptr(unsafe.Pointer(&p)), 0)
+		if errno != 0 {
+			return nil, os.NewSyscallError("io_uring_setup", errno)
+		}
+		fd = int(r1)
+	}
+	r := &ring{fd: fd, features: p.features, deferTR: deferTR, enterFd: uintptr(fd)}
 	ok := false
 	defer func() {
 		if !ok {
@@ -258,23 +297,113 @@ func (r *ring) publish() {
 }
 
 // enter submits every published SQE in one io_uring_enter; it never
-// waits for completions (min_complete 0), so it does not block.
+// waits for completions (min_complete 0), so it does not block. On a
+// DEFER_TASKRUN ring it also runs the completion work queued so far.
 func (r *ring) enter(flags uintptr) syscall.Errno {
-	if atomic.LoadUint32(r.sqFlags)&sqCQOverflow != 0 {
+	if r.deferTR || atomic.LoadUint32(r.sqFlags)&sqCQOverflow != 0 {
 		flags |= enterGetEvents
 	}
 	var n uintptr
 	var errno syscall.Errno
 	if raceEnabled {
-		n, _, errno = syscall.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(r.unsubmit), 0, flags, 0, 0)
+		n, _, errno = syscall.Syscall6(unix.SYS_IO_URING_ENTER, r.enterFd, uintptr(r.unsubmit), 0, flags|r.enterFlags, 0, 0)
 	} else {
-		n, _, errno = syscall.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(r.unsubmit), 0, flags, 0, 0)
+		n, _, errno = syscall.RawSyscall6(unix.SYS_IO_URING_ENTER, r.enterFd, uintptr(r.unsubmit), 0, flags|r.enterFlags, 0, 0)
 	}
 	if errno == 0 {
 		r.unsubmit -= uint32(n)
 	}
 	return errno
 }
+
+// wait submits what is published and sleeps in the kernel until at least
+// one completion is posted (DEFER_TASKRUN rings only). It is a blocking
+// system call for the Go runtime (entersyscall): while the loop sleeps,
+// its P can run other goroutines.
+func (r *ring) wait() syscall.Errno {
+	n, _, errno := syscall.Syscall6(unix.SYS_IO_URING_ENTER, r.enterFd, uintptr(r.unsubmit), 1, enterGetEvents|r.enterFlags, 0, 0)
+	if errno == 0 {
+		r.unsubmit -= uint32(n)
+	}
+	return errno
+}
+
+// getEventsArg is struct io_uring_getevents_arg (IORING_ENTER_EXT_ARG).
+type getEventsArg struct {
+	sigmask   uint64
+	sigmaskSz uint32
+	minWait   uint32
+	ts        uint64
+}
+
+// waitBriefly is wait bounded by d, without the runtime's system call
+// bookkeeping: the goroutine keeps its P meanwhile, so the runtime does not
+// hand the P to another thread (sysmon's retake, a futex wake-up and a
+// spinning thread) for a sleep that is over in microseconds. ETIME when
+// nothing completed in d. Only for short d: other goroutines of this P and
+// a stop-the-world wait for it.
+func (r *ring) waitBriefly(d time.Duration) syscall.Errno {
+	if raceEnabled {
+		return r.wait()
+	}
+	ts := syscall.NsecToTimespec(int64(d))
+	arg := getEventsArg{ts: uint64(uintptr(unsafe.Pointer(&ts)))}
+	n, _, errno := syscall.RawSyscall6(unix.SYS_IO_URING_ENTER, r.enterFd, uintptr(r.unsubmit), 1,
+		enterGetEvents|enterExtArg|r.enterFlags, uintptr(unsafe.Pointer(&arg)), unsafe.Sizeof(arg))
+	if errno == 0 {
+		// What was submitted; a timeout after submitting is not reported.
+		r.unsubmit -= uint32(n)
+	}
+	return errno
+}
+
+// notifyOn makes the kernel signal eventfd efd whenever completion work
+// is queued (nil: stop). The loop turns it on only while it sleeps on the
+// Go poller, since signalling costs the kernel on every completion.
+func (r *ring) notifyOn(efd int, on bool) error {
+	// Raw system calls (they do not block): entersyscall would wake a
+	// sleeping sysmon, which then polls every 20 µs for a millisecond.
+	op, fd := uintptr(unregisterEventfd), int32(efd)
+	var arg, n uintptr
+	if on {
+		op, arg, n = registerEventfd, uintptr(unsafe.Pointer(&fd)), 1
+	}
+	var errno syscall.Errno
+	if raceEnabled {
+		_, _, errno = syscall.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), op, arg, n, 0, 0)
+	} else {
+		_, _, errno = syscall.RawSyscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), op, arg, n, 0, 0)
+	}
+	if errno != 0 {
+		return os.NewSyscallError("io_uring_register(EVENTFD)", errno)
+	}
+	return nil
+}
+
+// enable starts a ring set up disabled (deferTR) from the calling thread,
+// which becomes its only issuer (the caller has locked its OS thread), and
+// registers the ring fd so that io_uring_enter skips the fd lookup. Call it
+// before any submission.
+func (r *ring) enable() error {
+	if !r.deferTR {
+		return nil
+	}
+	if _, _, errno := syscall.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerEnableRings, 0, 0, 0, 0); errno != 0 {
+		return os.NewSyscallError("io_uring_register(ENABLE_RINGS)", errno)
+	}
+	upd := struct {
+		offset, resv uint32
+		data         uint64
+	}{offset: ^uint32(0), data: uint64(r.fd)}
+	if _, _, errno := syscall.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), registerRingFds, uintptr(unsafe.Pointer(&upd)), 1, 0, 0); errno == 0 {
+		r.enterFd, r.enterFlags = uintptr(upd.offset), enterRegisteredRing
+	}
+	return nil
+}
+
+// taskrun reports whether the kernel queued completion work for our next
+// io_uring_enter (DEFER_TASKRUN rings).
+func (r *ring) taskrun() bool { return atomic.LoadUint32(r.sqFlags)&sqTaskrun != 0 }
 
 // overflowed reports whether completions wait outside the full CQ ring.
 func (r *ring) overflowed() bool { return atomic.LoadUint32(r.sqFlags)&sqCQOverflow != 0 }
@@ -284,7 +413,17 @@ func (r *ring) pending() bool {
 	return atomic.LoadUint32(r.cqTail) != atomic.LoadUint32(r.cqHead)
 }
 
+// close unmaps and closes the ring; a registered ring fd is unregistered
+// first, which must happen on the thread that registered it (enable's).
 func (r *ring) close() {
+	if r.enterFlags&enterRegisteredRing != 0 {
+		upd := struct {
+			offset, resv uint32
+			data         uint64
+		}{offset: uint32(r.enterFd)}
+		syscall.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), unregisterRingFds, uintptr(unsafe.Pointer(&upd)), 1, 0, 0)
+		r.enterFd, r.enterFlags = uintptr(r.fd), 0
+	}
 	if r.fd >= 0 {
 		syscall.Close(r.fd)
 		r.fd = -1

@@ -5,6 +5,7 @@ package netpoll
 import (
 	"log/slog"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -54,6 +55,11 @@ type IOUringOptions struct {
 	// SingleShot re-arms one receive per completion even where the kernel
 	// offers multishot receive (tests cover both paths with it).
 	SingleShot bool
+	// PlainRing sets the ring up without IORING_SETUP_SINGLE_ISSUER and
+	// DEFER_TASKRUN (as on kernels before 6.1): completion work then
+	// interrupts the submitting thread, and the loop waits on the Go
+	// poller. For tests and measurements.
+	PlainRing bool
 }
 
 const (
@@ -61,6 +67,11 @@ const (
 	kindSend   = 2
 	kindWake   = 3
 	kindCancel = 4
+
+	// briefWait bounds the loop's wait for the next completion while it
+	// keeps its P (ring.waitBriefly); past it, it sleeps in a blocking
+	// system call that lets the runtime use the P elsewhere.
+	briefWait = time.Millisecond
 
 	// pendLimit is the input a connection may have received ahead of its
 	// handler before its receive is cancelled.
@@ -75,6 +86,9 @@ type uringLoop struct {
 	next      []int   // fds with input left for the next iteration
 	wakeBuf   *[8]byte
 	wakeArmed bool
+	park      int // non-blocking eventfd the idle loop sleeps on (parkUring); -1 on a plain ring
+	parkFile  *os.File
+	parkRC    syscall.RawConn
 	recycled  bool // buffers were put back this iteration
 }
 
@@ -107,7 +121,7 @@ func NewIOUring(log *slog.Logger, opt IOUringOptions) (*Loop, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	r, err := newRing()
+	r, err := newRing(!opt.PlainRing)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +132,16 @@ func NewIOUring(log *slog.Logger, opt IOUringOptions) (*Loop, error) {
 		r.close()
 		return nil, os.NewSyscallError("eventfd2", errno)
 	}
-	u := &uringLoop{r: r, multishot: !opt.SingleShot && kernelAtLeast(6, 0), wakeBuf: new([8]byte)}
+	u := &uringLoop{r: r, multishot: !opt.SingleShot && kernelAtLeast(6, 0), wakeBuf: new([8]byte), park: -1}
+	if r.deferTR {
+		p, _, errno := syscall.Syscall(syscall.SYS_EVENTFD2, 0, syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+		if errno != 0 {
+			r.close()
+			syscall.Close(int(w))
+			return nil, os.NewSyscallError("eventfd2", errno)
+		}
+		u.park = int(p)
+	}
 	return &Loop{log: log, epfd: -1, wakefd: int(w), u: u}, nil
 }
 
@@ -202,35 +225,68 @@ func (l *Loop) runUring() {
 	u := l.u
 	r := u.r
 	var rf *os.File
-	defer func() { l.teardownUring(rf) }()
 	var rc syscall.RawConn
-	err := syscall.SetNonblock(r.fd, true)
-	if err == nil {
-		rf = os.NewFile(uintptr(r.fd), "io_uring")
-		rc, err = rf.SyscallConn()
+	var err error
+	if r.deferTR {
+		// The ring's only issuer is this thread: the loop goroutine
+		// stays on it, and waits in io_uring_enter (see ring.wait).
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err = r.enable()
+		if err == nil {
+			u.parkFile = os.NewFile(uintptr(u.park), "io_uring park")
+			u.parkRC, err = u.parkFile.SyscallConn()
+			defer u.parkFile.Close()
+		}
+	} else {
+		err = syscall.SetNonblock(r.fd, true)
+		if err == nil {
+			rf = os.NewFile(uintptr(r.fd), "io_uring")
+			rc, err = rf.SyscallConn()
+		}
 	}
+	defer func() { l.teardownUring(rf) }()
 	if err != nil {
-		l.log.Error("event loop: cannot poll the io_uring fd", "err", err)
+		l.log.Error("event loop: cannot start io_uring", "err", err)
 		return
 	}
 	u.armWake(l.wakefd)
+	busy := false
 	for {
 		r.publish()
-		// Enter to submit, or to flush completions the kernel kept aside
-		// while the completion ring was full (enter adds GETEVENTS then).
-		if r.unsubmit > 0 || r.overflowed() {
-			switch errno := r.enter(0); errno {
-			case 0, syscall.EINTR, syscall.EAGAIN, syscall.EBUSY:
+		if r.deferTR {
+			// One system call submits the iteration's sends, runs the
+			// receives the kernel queued and, with nothing to do, sleeps.
+			var errno syscall.Errno
+			switch {
+			case len(u.next) > 0 || r.pending():
+				if r.unsubmit > 0 || r.taskrun() {
+					errno = r.enter(0)
+				}
+			case busy:
+				// Served something last time: the next input is
+				// likely microseconds away; wait for it holding the P.
+				if errno = r.waitBriefly(briefWait); errno == syscall.ETIME {
+					busy = false
+					continue
+				}
+			default:
+				// Idle: sleep on the Go poller (see parkUring).
+				if err := l.parkUring(); err != nil {
+					l.log.Error("event loop: waiting on io_uring", "err", err)
+					return
+				}
+				errno = r.enter(0)
+			}
+			busy = true
+			switch errno {
+			case 0, syscall.EINTR, syscall.EAGAIN, syscall.EBUSY, syscall.ETIME:
 			default:
 				l.log.Error("event loop: io_uring_enter", "err", errno)
 				return
 			}
-		}
-		if len(u.next) == 0 && r.unsubmit == 0 && !r.pending() && !r.overflowed() {
-			if err := rc.Read(func(uintptr) bool { return r.pending() }); err != nil {
-				l.log.Error("event loop: waiting on io_uring", "err", err)
-				return
-			}
+		} else if !l.waitPlain(rc) {
+			return
 		}
 		now := time.Now().UnixNano()
 		for _, fd := range u.next {
@@ -242,6 +298,61 @@ func (l *Loop) runUring() {
 		}
 		l.finish(now)
 	}
+}
+
+// waitPlain submits and waits on a plain ring (no DEFER_TASKRUN), through
+// the Go poller on the ring's fd; false when the loop must stop.
+func (l *Loop) waitPlain(rc syscall.RawConn) bool {
+	u := l.u
+	r := u.r
+	// Enter to submit, or to flush completions the kernel kept aside
+	// while the completion ring was full (enter adds GETEVENTS then).
+	if r.unsubmit > 0 || r.overflowed() {
+		switch errno := r.enter(0); errno {
+		case 0, syscall.EINTR, syscall.EAGAIN, syscall.EBUSY:
+		default:
+			l.log.Error("event loop: io_uring_enter", "err", errno)
+			return false
+		}
+	}
+	if len(u.next) == 0 && r.unsubmit == 0 && !r.pending() && !r.overflowed() {
+		if err := rc.Read(func(uintptr) bool { return r.pending() }); err != nil {
+			l.log.Error("event loop: waiting on io_uring", "err", err)
+			return false
+		}
+	}
+	return true
+}
+
+// parkUring waits for completion work on an idle DEFER_TASKRUN ring. A
+// blocking io_uring_enter would do, but the Go runtime takes the P of a
+// thread blocked in a system call away (sysmon's retake: a futex wake-up,
+// a spinning thread, and sysmon polling every 20 µs for a while after):
+// measured, that cost more than the sleep saved. Parked on the Go poller
+// instead, the P goes idle the ordinary way. The kernel signals l.u.park
+// only while it is registered, so busy iterations do not pay for it. wake
+// writes it too: the kernel's own signal of it, from inside the wake-up
+// eventfd's write, is deferred by an RCU grace period (measured: 16 ms per
+// new connection).
+func (l *Loop) parkUring() error {
+	u := l.u
+	r := u.r
+	if err := r.notifyOn(u.park, true); err != nil {
+		return err
+	}
+	defer r.notifyOn(u.park, false)
+	// Work queued before the eventfd was registered signalled nothing.
+	if errno := r.enter(0); errno != 0 && errno != syscall.EINTR {
+		return errno
+	}
+	if r.pending() {
+		return nil
+	}
+	return u.parkRC.Read(func(uintptr) bool {
+		var b [8]byte
+		n, _ := Read(u.park, b[:]) // raw, as in notifyOn
+		return n == 8
+	})
 }
 
 // reap handles every completion in the ring; false when the loop must stop.
@@ -359,7 +470,7 @@ func (l *Loop) finish(now int64) {
 		}
 	}
 	if len(l.deferred) > 0 {
-		l.flushDeferredUring()
+		l.flushDeferred()
 	}
 	for i := 0; i < len(u.touched); i++ {
 		fd := u.touched[i]
@@ -428,27 +539,7 @@ func (l *Loop) release1(fd int, s *uslot) {
 	h.Closed()
 }
 
-// flushDeferredUring is flushDeferred for io_uring: held connections are
-// neither run nor written until the barrier lets them.
-func (l *Loop) flushDeferredUring() {
-	ch := l.barrier.Hold()
-	if ch == nil {
-		l.releaseUring(l.deferred)
-		l.deferred = l.deferred[:0]
-		return
-	}
-	batch := make([]request, len(l.deferred))
-	copy(batch, l.deferred)
-	l.deferred = l.deferred[:0]
-	go func() {
-		<-ch
-		l.mu.Lock()
-		l.released = append(l.released, batch)
-		l.mu.Unlock()
-		l.wake()
-	}()
-}
-
+// releaseUring lets held connections be run and written again.
 func (l *Loop) releaseUring(batch []request) {
 	u := l.u
 	for _, r := range batch {
@@ -463,13 +554,7 @@ func (l *Loop) releaseUring(batch []request) {
 // handoverUring takes what other goroutines queued; false when stopping.
 func (l *Loop) handoverUring() bool {
 	u := l.u
-	l.mu.Lock()
-	adds, closes, released, stopped := l.adds, l.closes, l.released, l.stopped
-	l.adds, l.closes, l.released = nil, nil, nil
-	l.mu.Unlock()
-	for _, b := range released {
-		l.releaseUring(b)
-	}
+	adds, closes, stopped := l.takeQueued()
 	for _, a := range adds {
 		for a.fd >= len(u.conns) {
 			u.conns = append(u.conns, make([]uslot, len(u.conns)+64)...)
@@ -493,15 +578,7 @@ func (l *Loop) handoverUring() bool {
 func (l *Loop) teardownUring(rf *os.File) {
 	u := l.u
 	r := u.r
-	l.mu.Lock()
-	l.stopped = true
-	adds := l.adds
-	l.adds = nil
-	l.mu.Unlock()
-	for _, a := range adds {
-		syscall.Close(a.fd)
-		a.h.Closed()
-	}
+	l.closeQueued()
 	e := r.get()
 	e.opcode = opAsyncCancel
 	e.fd = -1
