@@ -18,8 +18,13 @@ type Loop struct {
 	log    *slog.Logger
 	epfd   int
 	wakefd int
-	conns  []slot // by fd; touched by the loop goroutine only
-	events [256]syscall.EpollEvent
+	// wakeMu guards wakeClosed: once the loop has closed its wake-up
+	// descriptors, wake (called from any goroutine, also after Stop) must
+	// not write 8 bytes into whatever file reuses the number.
+	wakeMu     sync.RWMutex
+	wakeClosed bool
+	conns      []slot // by fd; touched by the loop goroutine only
+	events     [256]syscall.EpollEvent
 
 	// barrier, when set, is asked once after a batch of events in which
 	// some handler deferred its output (Deferrer) when that output may be
@@ -143,11 +148,24 @@ func (l *Loop) Stop() {
 }
 
 func (l *Loop) wake() {
+	l.wakeMu.RLock()
+	defer l.wakeMu.RUnlock()
+	if l.wakeClosed {
+		return
+	}
 	one := uint64(1)
 	_, _ = syscall.Write(l.wakefd, (*[8]byte)(unsafe.Pointer(&one))[:])
 	if l.u != nil && l.u.park >= 0 {
 		_, _ = syscall.Write(l.u.park, (*[8]byte)(unsafe.Pointer(&one))[:]) // see parkUring
 	}
+}
+
+// shutWake makes later wake calls do nothing; the loop calls it before
+// closing wakefd and the io_uring park descriptor.
+func (l *Loop) shutWake() {
+	l.wakeMu.Lock()
+	l.wakeClosed = true
+	l.wakeMu.Unlock()
 }
 
 // poll returns the ready events without waiting.
@@ -217,6 +235,7 @@ func (l *Loop) Run() {
 		} else {
 			syscall.Close(l.epfd)
 		}
+		l.shutWake()
 		syscall.Close(l.wakefd)
 	}()
 	var rc syscall.RawConn

@@ -236,7 +236,7 @@ func (l *Loop) runUring() {
 		if err == nil {
 			u.parkFile = os.NewFile(uintptr(u.park), "io_uring park")
 			u.parkRC, err = u.parkFile.SyscallConn()
-			defer u.parkFile.Close()
+			defer func() { l.shutWake(); u.parkFile.Close() }()
 		}
 	} else {
 		err = syscall.SetNonblock(r.fd, true)
@@ -643,5 +643,6 @@ func (l *Loop) teardownUring(rf *os.File) {
 		r.fd = -1
 	}
 	r.close()
+	l.shutWake()
 	syscall.Close(l.wakefd)
 }
