@@ -215,17 +215,24 @@ func (r *run) failed() error {
 	return r.err
 }
 
-// send queues c for the output unless the run was aborted.
+// send queues c for the output unless the run was aborted; called with
+// the shard locked (by a hook or the traversal), it counts a hook's wait
+// for the budget (waits.go).
 func (s *serializer) send(c chunk) bool {
-	var t time.Time
-	if !s.traversing {
-		t = time.Now()
+	if s.traversing {
+		return s.queueChunk(c)
 	}
+	t := time.Now()
+	ok := s.queueChunk(c)
+	s.hookBudget += time.Since(t)
+	return ok
+}
+
+// queueChunk waits for budget and queues c; it touches no hook state, so
+// the serializer goroutine calls it with the shard unlocked.
+func (s *serializer) queueChunk(c chunk) bool {
 	if !s.r.mem.acquire(int64(len(c.data)), s.r.abort) {
 		return false
-	}
-	if !s.traversing {
-		s.hookBudget += time.Since(t)
 	}
 	select {
 	case s.queue <- c:
@@ -629,7 +636,7 @@ func (s *serializer) run() {
 			}
 		}
 		for _, c := range out {
-			if !s.send(c) {
+			if !s.queueChunk(c) { // shard unlocked: not send
 				s.finish() // aborted: stop the hooks all the same
 				return
 			}
