@@ -32,7 +32,15 @@ func TestWatchdog(t *testing.T) {
 	if n := infoField(t, rdb, "stats", "watchdog_slow_commands"); n == base {
 		t.Fatal("KEYS over 100k keys was not reported at 1 ms")
 	}
-	if !strings.Contains(rdb.Info(ctx, "stats").Val(), "watchdog_last_command:keys") {
+	// On a loaded machine INFO or CONFIG may themselves pass 1 ms and be
+	// the last one named: KEYS must be named right after it ran, in one
+	// of a few tries.
+	named := false
+	for i := 0; i < 10 && !named; i++ {
+		rdb.Keys(ctx, "*")
+		named = strings.Contains(rdb.Info(ctx, "stats").Val(), "watchdog_last_command:keys")
+	}
+	if !named {
 		t.Fatal("the last slow command is not named")
 	}
 	if got := argShape([][]byte{[]byte("abc"), nil}); got != "2 args: 3B 0B" {
