@@ -33,6 +33,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -257,9 +258,11 @@ func AppendStr(b []byte, s []byte) []byte {
 
 // --- whole listpacks -----------------------------------------------------------
 
-// New returns an empty listpack with capacity for at least capHint bytes.
+// New returns an empty listpack with capacity for at least capHint bytes
+// (rounded up to the allocator's size class).
 func New(capHint int) []byte {
-	b := make([]byte, EmptySize, max(capHint, EmptySize))
+	// rounded up to the allocator's size class: the slack is free
+	b := slices.Grow([]byte(nil), max(capHint, EmptySize))[:EmptySize]
 	binary.LittleEndian.PutUint32(b, EmptySize)
 	b[HeaderSize] = EOF
 	return b
