@@ -11,7 +11,8 @@ import "github.com/damselflydb/damselfly/listpack"
 // listpackValue reads the string at the current offset as a listpack and
 // validates it: its structure, and an element count that is a multiple of
 // group (2 for a hash's field-value pairs or a sorted set's member-score
-// pairs, 3 for a hash with field TTLs).
+// pairs, 3 for a hash with field TTLs). what names the string in messages
+// ("value" and "quicklist node" build them without allocating).
 func (s *skimmer) listpackValue(what string, group int) error {
 	off := s.off
 	lp, err := s.strDec(what, &s.lpBuf)
@@ -20,10 +21,10 @@ func (s *skimmer) listpackValue(what string, group int) error {
 	}
 	n, err := listpack.Validate(lp)
 	if err != nil {
-		return s.errorf(off, "%s: %v", what, err)
+		return s.errorf(off, "%s listpack: %v", what, err)
 	}
 	if n%group != 0 {
-		return s.errorf(off, "%s: %d elements, not a multiple of %d", what, n, group)
+		return s.errorf(off, "%s listpack: %d elements, not a multiple of %d", what, n, group)
 	}
 	return nil
 }

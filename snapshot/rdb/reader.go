@@ -846,16 +846,16 @@ func (s *skimmer) value(typ byte, typeAt int) error {
 		_, err := s.str("value", false)
 		return err
 	case typeSetListpack:
-		return s.listpackValue("set listpack", 1) // lpcheck.go
+		return s.listpackValue("value", 1) // lpcheck.go
 	case typeHashListpack, typeZSetListpack:
-		return s.listpackValue("listpack", 2)
+		return s.listpackValue("value", 2)
 	case typeHashLpExPreGA:
-		return s.listpackValue("listpack", 3)
+		return s.listpackValue("value", 3)
 	case typeHashLpEx:
 		if _, err := s.read(8, "hash min expire"); err != nil {
 			return err
 		}
-		return s.listpackValue("listpack", 3)
+		return s.listpackValue("value", 3)
 	case typeList, typeSet, typeListQuicklist:
 		n, err := s.count("element count")
 		if err != nil {
