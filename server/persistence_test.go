@@ -79,10 +79,11 @@ func TestSaveRestart(t *testing.T) {
 		sh.Unlock()
 	}
 	for _, n := range []int{5, 1000} {
-		l, hs, set, z := types.NewList(), types.NewHash(), types.NewSet(), types.NewZSet()
+		l, lw := types.NewList()
+		hs, set, z := types.NewHash(), types.NewSet(), types.NewZSet()
 		for i := 0; i < n; i++ {
 			v := []byte(fmt.Sprint("e", i))
-			l.PushBack(lim, v)
+			l.PushBack(lw, lim, v)
 			hs.Set(v, v, lim)
 			set.Add(v, lim)
 			z.Add(v, float64(i), 0, lim)

@@ -160,8 +160,8 @@ func fillAllTypes(st *shard.Store, futureMs int64) {
 		}
 		put(st, db, "s:ttl", shard.Value{Type: shard.TypeString, Str: []byte("ttl"), ExpireAt: futureMs})
 		for _, n := range []int{1, 10, 1000, 20000} {
-			l := types.NewList()
-			l.PushBack(lim, bss(n, func(i int) string { return fmt.Sprint("e", i%7, strings.Repeat("z", i%50)) })...)
+			l, w := types.NewList()
+			l.PushBack(w, lim, bss(n, func(i int) string { return fmt.Sprint("e", i%7, strings.Repeat("z", i%50)) })...)
 			put(st, db, fmt.Sprint("l:", n), shard.Value{Type: shard.TypeList, Obj: l})
 			h := types.NewHash()
 			for i := 0; i < n; i++ {

@@ -79,8 +79,8 @@ func TestPointInTime(t *testing.T) {
 		case 0, 1:
 			put(st, i%2, k, shard.Value{Type: shard.TypeString, Str: []byte("v0")})
 		case 2:
-			l := types.NewList()
-			l.PushBack(lim, []byte("a"), []byte("b"))
+			l, w := types.NewList()
+			l.PushBack(w, lim, []byte("a"), []byte("b"))
 			put(st, 0, k, shard.Value{Type: shard.TypeList, Obj: l})
 		case 3:
 			h := types.NewHash()
@@ -127,8 +127,8 @@ func TestPointInTime(t *testing.T) {
 			case e.Type() == shard.TypeString:
 				d.Put(h, k, shard.Value{Type: shard.TypeString, Str: []byte(strings.Repeat("x", r.IntN(40)) + strconv.FormatInt(s, 10))})
 			case e.Type() == shard.TypeList:
-				d.Modify(&e)
-				e.Obj().(*types.List).PushBack(lim, []byte(strconv.FormatInt(s, 10)))
+				w := d.Modify(&e)
+				e.Obj().(*types.List).PushBack(w, lim, []byte(strconv.FormatInt(s, 10)))
 			case e.Type() == shard.TypeHash:
 				d.Modify(&e)
 				e.Obj().(*types.Hash).Set([]byte(strconv.FormatInt(s%50, 10)), []byte(strconv.FormatInt(s, 10)), lim)

@@ -38,8 +38,8 @@ func ValueWith(e *rdb.Entry, lim *types.Limits) (shard.Value, error) {
 	case rdb.List:
 		v.Type = shard.TypeList
 		if len(e.List) > 0 {
-			l := types.NewList()
-			l.PushBack(lim, e.List...)
+			l, w := types.NewList()
+			l.PushBack(w, lim, e.List...)
 			v.Obj = l
 		}
 	case rdb.Set:

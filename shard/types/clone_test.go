@@ -7,13 +7,13 @@ import (
 
 func TestCloneIndependentAndMemory(t *testing.T) {
 	for _, n := range []int{10, 2000} {
-		h, s, z, l := NewHash(), NewSet(), NewZSet(), NewList()
+		h, s, z, l := NewHash(), NewSet(), NewZSet(), newList()
 		for i := 0; i < n; i++ {
 			k := []byte(fmt.Sprint("k", i))
 			h.Set(k, k, nil)
 			s.Add(k, nil)
 			z.Add(k, float64(i), 0, nil)
-			l.PushBack(nil, k)
+			l.PushBack(wOf(l), nil, k)
 		}
 		hc, sc, zc, lc := h.Clone(), s.Clone(), z.Clone(), l.Clone()
 		hc.Set([]byte("k0"), []byte("changed"), nil)
@@ -21,8 +21,8 @@ func TestCloneIndependentAndMemory(t *testing.T) {
 		sc.Remove([]byte("k0"))
 		zc.Add([]byte("k0"), -5, 0, nil)
 		zc.Remove([]byte("k1"))
-		lc.Set(0, []byte("changed"), nil)
-		lc.PopBack(1)
+		lc.Set(wOf(lc), 0, []byte("changed"), nil)
+		lc.PopBack(wOf(lc), 1)
 		if v, _ := h.Get([]byte("k0")); string(v) != "k0" || !h.Exists([]byte("k1")) {
 			t.Fatal("hash clone shares memory")
 		}

@@ -89,9 +89,9 @@ func BenchmarkMemGoMapHash1M(b *testing.B) {
 func BenchmarkMemList1M(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		before := heapInUse()
-		l := NewList()
+		l := newList()
 		for j := 0; j < memN; j++ {
-			l.PushBack(nil, []byte("element:"+strconv.Itoa(j)))
+			l.PushBack(wOf(l), nil, []byte("element:"+strconv.Itoa(j)))
 		}
 		reportMem(b, before, l)
 	}
@@ -130,14 +130,14 @@ func BenchmarkZSetAddRank(b *testing.B) {
 }
 
 func BenchmarkListPushPop(b *testing.B) {
-	l := NewList()
+	l := newList()
 	v := []byte("some-element-value")
 	for i := 0; i < 100000; i++ {
-		l.PushBack(nil, v)
+		l.PushBack(wOf(l), nil, v)
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		l.PushFront(nil, v)
-		l.PopBack(1)
+		l.PushFront(wOf(l), nil, v)
+		l.PopBack(wOf(l), 1)
 	}
 }
