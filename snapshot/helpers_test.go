@@ -168,11 +168,11 @@ func fillAllTypes(st *shard.Store, futureMs int64) {
 				h.Set([]byte(fmt.Sprint("f", i)), []byte(fmt.Sprint(i)), lim)
 			}
 			put(st, db, fmt.Sprint("h:", n), shard.Value{Type: shard.TypeHash, Obj: h, ExpireAt: futureMs})
-			is := types.NewSet()
-			ss := types.NewSet()
+			is, iw := types.NewSet()
+			ss, sw := types.NewSet()
 			for i := 0; i < n; i++ {
-				is.Add([]byte(strconv.Itoa(i*3-50)), lim)
-				ss.Add([]byte(fmt.Sprint("m", i)), lim)
+				is.Add(iw, []byte(strconv.Itoa(i*3-50)), lim)
+				ss.Add(sw, []byte(fmt.Sprint("m", i)), lim)
 			}
 			put(st, db, fmt.Sprint("si:", n), shard.Value{Type: shard.TypeSet, Obj: is})
 			put(st, db, fmt.Sprint("ss:", n), shard.Value{Type: shard.TypeSet, Obj: ss})

@@ -45,9 +45,9 @@ func ValueWith(e *rdb.Entry, lim *types.Limits) (shard.Value, error) {
 	case rdb.Set:
 		v.Type = shard.TypeSet
 		if len(e.Set) > 0 {
-			s := types.NewSetSized(e.Set[0], len(e.Set), lim)
+			s, w := types.NewSetSized(e.Set[0], len(e.Set), lim)
 			for _, m := range e.Set {
-				s.Add(m, lim)
+				s.Add(w, m, lim)
 			}
 			v.Obj = s
 		}

@@ -170,9 +170,9 @@ func TestTableChurn(t *testing.T) {
 func TestScanDuringResize(t *testing.T) {
 	// elements present during the whole scan are returned at least once
 	r := newRand(11)
-	s := NewSet()
+	s := newSet()
 	for i := 0; i < 5000; i++ {
-		s.Add([]byte(fmt.Sprint("m", i)), nil)
+		s.Add(wOf(s), []byte(fmt.Sprint("m", i)), nil)
 	}
 	seen := map[string]bool{}
 	cur := uint64(0)
@@ -184,23 +184,23 @@ func TestScanDuringResize(t *testing.T) {
 		}
 		if iter%2 == 0 { // grow
 			for i := 0; i < 300; i++ {
-				s.Add([]byte(fmt.Sprint("m", next)), nil)
+				s.Add(wOf(s), []byte(fmt.Sprint("m", next)), nil)
 				next++
 			}
 		} else { // shrink by removing late members only
 			for i := 0; i < 200 && next > 5000; i++ {
 				next--
-				s.Remove([]byte(fmt.Sprint("m", next)))
+				s.Remove(wOf(s), []byte(fmt.Sprint("m", next)))
 			}
 		}
 		switch iter {
 		case 5: // grow a lot
 			for i := 0; i < 40000; i++ {
-				s.Add([]byte(fmt.Sprint("x", i)), nil)
+				s.Add(wOf(s), []byte(fmt.Sprint("x", i)), nil)
 			}
 		case 30: // shrink a lot
 			for i := 0; i < 40000; i++ {
-				s.Remove([]byte(fmt.Sprint("x", i)))
+				s.Remove(wOf(s), []byte(fmt.Sprint("x", i)))
 			}
 		}
 		_ = r

@@ -43,9 +43,9 @@ func BenchmarkMemHash1M(b *testing.B) {
 func BenchmarkMemSetStrings1M(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		before := heapInUse()
-		s := NewSet()
+		s := newSet()
 		for j := 0; j < memN; j++ {
-			s.Add([]byte("member:"+strconv.Itoa(j)), nil)
+			s.Add(wOf(s), []byte("member:"+strconv.Itoa(j)), nil)
 		}
 		reportMem(b, before, s)
 	}
@@ -54,9 +54,9 @@ func BenchmarkMemSetStrings1M(b *testing.B) {
 func BenchmarkMemSetInts1M(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		before := heapInUse()
-		s := NewSet()
+		s := newSet()
 		for j := 0; j < memN; j++ {
-			s.Add([]byte(strconv.Itoa(j)), nil)
+			s.Add(wOf(s), []byte(strconv.Itoa(j)), nil)
 		}
 		reportMem(b, before, s)
 	}
