@@ -81,13 +81,14 @@ func TestSaveRestart(t *testing.T) {
 	for _, n := range []int{5, 1000} {
 		l, lw := types.NewList()
 		set, sw := types.NewSet()
-		hs, z := types.NewHash(), types.NewZSet()
+		z, zw := types.NewZSet()
+		hs := types.NewHash()
 		for i := 0; i < n; i++ {
 			v := []byte(fmt.Sprint("e", i))
 			l.PushBack(lw, lim, v)
 			hs.Set(v, v, lim)
 			set.Add(sw, v, lim)
-			z.Add(v, float64(i), 0, lim)
+			z.Add(zw, v, float64(i), 0, lim)
 		}
 		putObj(0, fmt.Sprint("list", n), shard.TypeList, l)
 		putObj(1, fmt.Sprint("hash", n), shard.TypeHash, hs)

@@ -176,19 +176,19 @@ func fillAllTypes(st *shard.Store, futureMs int64) {
 			}
 			put(st, db, fmt.Sprint("si:", n), shard.Value{Type: shard.TypeSet, Obj: is})
 			put(st, db, fmt.Sprint("ss:", n), shard.Value{Type: shard.TypeSet, Obj: ss})
-			z := types.NewZSet()
+			z, zw := types.NewZSet()
 			for i := 0; i < n; i++ {
-				z.Add([]byte(fmt.Sprint("z", i)), float64(i)/3, 0, lim)
+				z.Add(zw, []byte(fmt.Sprint("z", i)), float64(i)/3, 0, lim)
 			}
 			put(st, db, fmt.Sprint("z:", n), shard.Value{Type: shard.TypeZSet, Obj: z})
 		}
 		h := types.NewHash()
 		h.Set([]byte("long"), bytes.Repeat([]byte("v"), 100), lim)
 		put(st, db, "h:longval", shard.Value{Type: shard.TypeHash, Obj: h})
-		z := types.NewZSet()
-		z.Add([]byte("inf"), math.Inf(1), 0, lim)
-		z.Add([]byte("-inf"), math.Inf(-1), 0, lim)
-		z.Add([]byte("pi"), math.Pi, 0, lim)
+		z, zw := types.NewZSet()
+		z.Add(zw, []byte("inf"), math.Inf(1), 0, lim)
+		z.Add(zw, []byte("-inf"), math.Inf(-1), 0, lim)
+		z.Add(zw, []byte("pi"), math.Pi, 0, lim)
 		put(st, db, "z:special", shard.Value{Type: shard.TypeZSet, Obj: z})
 		for _, n := range []int{0, 1, 10, 1000} {
 			put(st, db, fmt.Sprint("x:", n), shard.Value{Type: shard.TypeStream, Obj: testStream(n, futureMs), ExpireAt: futureMs * int64(n%2)})

@@ -87,8 +87,8 @@ func TestPointInTime(t *testing.T) {
 			h.Set([]byte("f"), []byte("0"), lim)
 			put(st, 1, k, shard.Value{Type: shard.TypeHash, Obj: h})
 		case 4:
-			z := types.NewZSet()
-			z.Add([]byte("m"), 0, 0, lim)
+			z, zw := types.NewZSet()
+			z.Add(zw, []byte("m"), 0, 0, lim)
 			put(st, 0, k, shard.Value{Type: shard.TypeZSet, Obj: z})
 		case 5:
 			x := types.NewStream()
@@ -133,8 +133,8 @@ func TestPointInTime(t *testing.T) {
 				d.Modify(&e)
 				e.Obj().(*types.Hash).Set([]byte(strconv.FormatInt(s%50, 10)), []byte(strconv.FormatInt(s, 10)), lim)
 			case e.Type() == shard.TypeZSet:
-				d.Modify(&e)
-				e.Obj().(*types.ZSet).Add([]byte(strconv.FormatInt(s%30, 10)), float64(s), 0, lim)
+				w := d.Modify(&e)
+				e.Obj().(*types.ZSet).Add(w, []byte(strconv.FormatInt(s%30, 10)), float64(s), 0, lim)
 			case e.Type() == shard.TypeStream:
 				d.Modify(&e)
 				x := e.Obj().(*types.Stream)

@@ -68,9 +68,9 @@ func ValueWith(e *rdb.Entry, lim *types.Limits) (shard.Value, error) {
 			for _, m := range e.ZSet {
 				maxLen = max(maxLen, len(m.Member))
 			}
-			z := types.NewZSetSized(len(e.ZSet), maxLen, lim)
+			z, w := types.NewZSetSized(len(e.ZSet), maxLen, lim)
 			for _, m := range e.ZSet {
-				if _, _, err := z.Add(m.Member, m.Score, 0, lim); err != nil {
+				if _, _, err := z.Add(w, m.Member, m.Score, 0, lim); err != nil {
 					return v, fmt.Errorf("member %q: %v", m.Member, err)
 				}
 			}

@@ -66,9 +66,9 @@ func BenchmarkMemZSet1M(b *testing.B) {
 	r := newRand(1)
 	for i := 0; i < b.N; i++ {
 		before := heapInUse()
-		z := NewZSet()
+		z := newZSet()
 		for j := 0; j < memN; j++ {
-			z.Add([]byte("member:"+strconv.Itoa(j)), float64(r.IntN(1_000_000)), 0, nil)
+			z.Add(wOf(z), []byte("member:"+strconv.Itoa(j)), float64(r.IntN(1_000_000)), 0, nil)
 		}
 		reportMem(b, before, z)
 	}
@@ -114,17 +114,17 @@ func BenchmarkHashSetGet(b *testing.B) {
 }
 
 func BenchmarkZSetAddRank(b *testing.B) {
-	z := NewZSet()
+	z := newZSet()
 	r := newRand(2)
 	keys := make([][]byte, 1<<16)
 	for i := range keys {
 		keys[i] = []byte(fmt.Sprint("m:", i))
-		z.Add(keys[i], float64(r.IntN(1000)), 0, nil)
+		z.Add(wOf(z), keys[i], float64(r.IntN(1000)), 0, nil)
 	}
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		k := keys[i&(len(keys)-1)]
-		z.Add(k, float64(r.IntN(1000)), 0, nil)
+		z.Add(wOf(z), k, float64(r.IntN(1000)), 0, nil)
 		z.Rank(k, false)
 	}
 }

@@ -43,3 +43,58 @@ func (s *Set) Pop(w W, r *rand.Rand, count int64) [][]byte {
 	w.Check(s)
 	return s.pop(r, count)
 }
+
+// NewZSet returns an empty sorted set and the right to change it.
+func NewZSet() (*ZSet, W) {
+	z := newZSet()
+	return z, writegate.Grant(z)
+}
+
+// NewZSetSized returns an empty sorted set sized as newZSetSized does and
+// the right to change it.
+func NewZSetSized(hint, maxLen int, l *Limits) (*ZSet, W) {
+	z := newZSetSized(hint, maxLen, l)
+	return z, writegate.Grant(z)
+}
+
+// Add is add for the holder of w, the right to change z (see W).
+func (z *ZSet) Add(w W, member []byte, score float64, flags ZAddFlags, l *Limits) (float64, ZAddResult, error) {
+	w.Check(z)
+	return z.add(member, score, flags, l)
+}
+
+// Remove is remove for the holder of w, the right to change z (see W).
+func (z *ZSet) Remove(w W, member []byte) bool {
+	w.Check(z)
+	return z.remove(member)
+}
+
+// RemoveRangeByRank is removeRangeByRank for the holder of w, the right to change z (see W).
+func (z *ZSet) RemoveRangeByRank(w W, start, stop int64) int {
+	w.Check(z)
+	return z.removeRangeByRank(start, stop)
+}
+
+// RemoveRangeByScore is removeRangeByScore for the holder of w, the right to change z (see W).
+func (z *ZSet) RemoveRangeByScore(w W, min, max ScoreBound) int {
+	w.Check(z)
+	return z.removeRangeByScore(min, max)
+}
+
+// RemoveRangeByLex is removeRangeByLex for the holder of w, the right to change z (see W).
+func (z *ZSet) RemoveRangeByLex(w W, min, max LexBound) int {
+	w.Check(z)
+	return z.removeRangeByLex(min, max)
+}
+
+// PopMin is popMin for the holder of w, the right to change z (see W).
+func (z *ZSet) PopMin(w W, count int64) []ZMember {
+	w.Check(z)
+	return z.popMin(count)
+}
+
+// PopMax is popMax for the holder of w, the right to change z (see W).
+func (z *ZSet) PopMax(w W, count int64) []ZMember {
+	w.Check(z)
+	return z.popMax(count)
+}
