@@ -147,7 +147,7 @@ func hexpireGeneric(c *Client, args [][]byte, unit int64, absolute bool) {
 		return
 	}
 	d := sh.DB(c.db)
-	d.Modify(&e)
+	w := d.Modify(&e)
 	hs := e.Obj().(*types.Hash)
 	var prop [][][]byte
 	var set [][]byte
@@ -168,13 +168,13 @@ func hexpireGeneric(c *Client, args [][]byte, unit int64, absolute bool) {
 			continue
 		}
 		if at <= t && !c.fromPrimary {
-			hs.Delete(f)
+			hs.Delete(w, f)
 			prop = append(prop, [][]byte{[]byte("HDEL"), args[1], f})
 			deleted++
 			c.int(2)
 			continue
 		}
-		hs.SetFieldExpireAt(f, at)
+		hs.SetFieldExpireAt(w, f, at)
 		set = append(set, f)
 		c.int(1)
 	}
@@ -251,6 +251,7 @@ func cmdHPersist(c *Client, args [][]byte) {
 	}
 	hs := e.Obj().(*types.Hash)
 	changed := false
+	var w types.W
 	for _, f := range fields {
 		switch {
 		case !hs.Exists(f):
@@ -259,10 +260,10 @@ func cmdHPersist(c *Client, args [][]byte) {
 			c.int(-1)
 		default:
 			if !changed {
-				sh.DB(c.db).Modify(&e)
+				w = sh.DB(c.db).Modify(&e)
 				changed = true
 			}
-			hs.PersistField(f)
+			hs.PersistField(w, f)
 			c.int(1)
 		}
 	}
@@ -293,6 +294,7 @@ func cmdHGetDel(c *Client, args [][]byte) {
 	}
 	hs := e.Obj().(*types.Hash)
 	var gone [][]byte
+	var w types.W
 	for _, f := range fields {
 		v, ok := hs.Get(f)
 		if !ok {
@@ -301,9 +303,9 @@ func cmdHGetDel(c *Client, args [][]byte) {
 		}
 		c.bulk(v)
 		if len(gone) == 0 {
-			sh.DB(c.db).Modify(&e)
+			w = sh.DB(c.db).Modify(&e)
 		}
-		hs.Delete(f)
+		hs.Delete(w, f)
 		gone = append(gone, f)
 	}
 	if len(gone) == 0 {
@@ -412,18 +414,18 @@ func cmdHGetEx(c *Client, args [][]byte) {
 		switch {
 		case persist:
 			if hs.FieldExpireAt(f) != 0 {
-				d.Modify(&e)
-				hs.PersistField(f)
+				w := d.Modify(&e)
+				hs.PersistField(w, f)
 				changed = append(changed, f)
 			}
 		case setAt && at <= t && !c.fromPrimary:
-			d.Modify(&e)
-			hs.Delete(f)
+			w := d.Modify(&e)
+			hs.Delete(w, f)
 			prop = append(prop, [][]byte{[]byte("HDEL"), args[1], f})
 			deleted++
 		case setAt:
-			d.Modify(&e)
-			hs.SetFieldExpireAt(f, at)
+			w := d.Modify(&e)
+			hs.SetFieldExpireAt(w, f, at)
 			changed = append(changed, f)
 		}
 	}
@@ -554,26 +556,26 @@ func cmdHSetEx(c *Client, args [][]byte) {
 			return
 		}
 	}
-	e, hs, _ := c.writeHash(sh, h, args[1], true)
+	e, hs, w, _ := c.writeHash(sh, h, args[1], true)
 	lim := c.lim()
 	t := now()
 	var dels [][]byte
 	for i := 0; i < count; i++ {
 		f, v := args[first+2*i], args[first+2*i+1]
 		if flags&(hsxAt|hsxKeepTTL) != 0 {
-			hs.SetKeepTTL(f, v, lim)
+			hs.SetKeepTTL(w, f, v, lim)
 		} else {
-			hs.Set(f, v, lim)
+			hs.Set(w, f, v, lim)
 		}
 		if flags&hsxAt == 0 {
 			continue
 		}
 		if at <= t && !c.fromPrimary {
-			hs.Delete(f)
+			hs.Delete(w, f)
 			dels = append(dels, f)
 			continue
 		}
-		hs.SetFieldExpireAt(f, at)
+		hs.SetFieldExpireAt(w, f, at)
 	}
 	d := sh.DB(c.db)
 	switch {

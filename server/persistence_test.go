@@ -82,11 +82,11 @@ func TestSaveRestart(t *testing.T) {
 		l, lw := types.NewList()
 		set, sw := types.NewSet()
 		z, zw := types.NewZSet()
-		hs := types.NewHash()
+		hs, hw := types.NewHash()
 		for i := 0; i < n; i++ {
 			v := []byte(fmt.Sprint("e", i))
 			l.PushBack(lw, lim, v)
-			hs.Set(v, v, lim)
+			hs.Set(hw, v, v, lim)
 			set.Add(sw, v, lim)
 			z.Add(zw, v, float64(i), 0, lim)
 		}

@@ -21,3 +21,7 @@ func grant(e *Entry) types.W {
 	}
 	return writegate.Grant(e.Obj())
 }
+
+// Hashes are the field expirers; a signature drift would silently stop
+// field expiry (fieldsDue's type assertion would fail), so check it here.
+var _ FieldExpirer = (*types.Hash)(nil)

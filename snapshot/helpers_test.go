@@ -163,9 +163,9 @@ func fillAllTypes(st *shard.Store, futureMs int64) {
 			l, w := types.NewList()
 			l.PushBack(w, lim, bss(n, func(i int) string { return fmt.Sprint("e", i%7, strings.Repeat("z", i%50)) })...)
 			put(st, db, fmt.Sprint("l:", n), shard.Value{Type: shard.TypeList, Obj: l})
-			h := types.NewHash()
+			h, hw := types.NewHash()
 			for i := 0; i < n; i++ {
-				h.Set([]byte(fmt.Sprint("f", i)), []byte(fmt.Sprint(i)), lim)
+				h.Set(hw, []byte(fmt.Sprint("f", i)), []byte(fmt.Sprint(i)), lim)
 			}
 			put(st, db, fmt.Sprint("h:", n), shard.Value{Type: shard.TypeHash, Obj: h, ExpireAt: futureMs})
 			is, iw := types.NewSet()
@@ -182,8 +182,8 @@ func fillAllTypes(st *shard.Store, futureMs int64) {
 			}
 			put(st, db, fmt.Sprint("z:", n), shard.Value{Type: shard.TypeZSet, Obj: z})
 		}
-		h := types.NewHash()
-		h.Set([]byte("long"), bytes.Repeat([]byte("v"), 100), lim)
+		h, hw := types.NewHash()
+		h.Set(hw, []byte("long"), bytes.Repeat([]byte("v"), 100), lim)
 		put(st, db, "h:longval", shard.Value{Type: shard.TypeHash, Obj: h})
 		z, zw := types.NewZSet()
 		z.Add(zw, []byte("inf"), math.Inf(1), 0, lim)

@@ -83,8 +83,8 @@ func TestPointInTime(t *testing.T) {
 			l.PushBack(w, lim, []byte("a"), []byte("b"))
 			put(st, 0, k, shard.Value{Type: shard.TypeList, Obj: l})
 		case 3:
-			h := types.NewHash()
-			h.Set([]byte("f"), []byte("0"), lim)
+			h, hw := types.NewHash()
+			h.Set(hw, []byte("f"), []byte("0"), lim)
 			put(st, 1, k, shard.Value{Type: shard.TypeHash, Obj: h})
 		case 4:
 			z, zw := types.NewZSet()
@@ -130,8 +130,8 @@ func TestPointInTime(t *testing.T) {
 				w := d.Modify(&e)
 				e.Obj().(*types.List).PushBack(w, lim, []byte(strconv.FormatInt(s, 10)))
 			case e.Type() == shard.TypeHash:
-				d.Modify(&e)
-				e.Obj().(*types.Hash).Set([]byte(strconv.FormatInt(s%50, 10)), []byte(strconv.FormatInt(s, 10)), lim)
+				w := d.Modify(&e)
+				e.Obj().(*types.Hash).Set(w, []byte(strconv.FormatInt(s%50, 10)), []byte(strconv.FormatInt(s, 10)), lim)
 			case e.Type() == shard.TypeZSet:
 				w := d.Modify(&e)
 				e.Obj().(*types.ZSet).Add(w, []byte(strconv.FormatInt(s%30, 10)), float64(s), 0, lim)

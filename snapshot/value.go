@@ -54,11 +54,11 @@ func ValueWith(e *rdb.Entry, lim *types.Limits) (shard.Value, error) {
 	case rdb.Hash:
 		v.Type = shard.TypeHash
 		if len(e.Hash) > 0 {
-			h := types.NewHashSized(len(e.Hash), lim)
+			h, w := types.NewHashSized(len(e.Hash), lim)
 			for _, fv := range e.Hash {
-				h.Set(fv[0], fv[1], lim)
+				h.Set(w, fv[0], fv[1], lim)
 			}
-			setFieldTTLs(h, e) // fieldttl.go
+			setFieldTTLs(h, w, e) // fieldttl.go
 			v.Obj = h
 		}
 	case rdb.ZSet:

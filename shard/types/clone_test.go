@@ -7,17 +7,17 @@ import (
 
 func TestCloneIndependentAndMemory(t *testing.T) {
 	for _, n := range []int{10, 2000} {
-		h, s, z, l := NewHash(), newSet(), newZSet(), newList()
+		h, s, z, l := newHash(), newSet(), newZSet(), newList()
 		for i := 0; i < n; i++ {
 			k := []byte(fmt.Sprint("k", i))
-			h.Set(k, k, nil)
+			h.Set(wOf(h), k, k, nil)
 			s.Add(wOf(s), k, nil)
 			z.Add(wOf(z), k, float64(i), 0, nil)
 			l.PushBack(wOf(l), nil, k)
 		}
 		hc, sc, zc, lc := h.Clone(), s.Clone(), z.Clone(), l.Clone()
-		hc.Set([]byte("k0"), []byte("changed"), nil)
-		hc.Delete([]byte("k1"))
+		hc.Set(wOf(hc), []byte("k0"), []byte("changed"), nil)
+		hc.Delete(wOf(hc), []byte("k1"))
 		sc.Remove(wOf(sc), []byte("k0"))
 		zc.Add(wOf(zc), []byte("k0"), -5, 0, nil)
 		zc.Remove(wOf(zc), []byte("k1"))

@@ -32,9 +32,9 @@ func reportMem(b *testing.B, before uint64, keep any) {
 func BenchmarkMemHash1M(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		before := heapInUse()
-		h := NewHash()
+		h := newHash()
 		for j := 0; j < memN; j++ {
-			h.Set([]byte("field:"+strconv.Itoa(j)), []byte("value:"+strconv.Itoa(j)), nil)
+			h.Set(wOf(h), []byte("field:"+strconv.Itoa(j)), []byte("value:"+strconv.Itoa(j)), nil)
 		}
 		reportMem(b, before, h)
 	}
@@ -99,16 +99,16 @@ func BenchmarkMemList1M(b *testing.B) {
 
 // Speed benchmarks.
 func BenchmarkHashSetGet(b *testing.B) {
-	h := NewHash()
+	h := newHash()
 	keys := make([][]byte, 1<<16)
 	for i := range keys {
 		keys[i] = []byte(fmt.Sprint("field:", i))
-		h.Set(keys[i], keys[i], nil)
+		h.Set(wOf(h), keys[i], keys[i], nil)
 	}
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		k := keys[i&(len(keys)-1)]
-		h.Set(k, k, nil)
+		h.Set(wOf(h), k, k, nil)
 		h.Get(k)
 	}
 }

@@ -98,3 +98,58 @@ func (z *ZSet) PopMax(w W, count int64) []ZMember {
 	w.Check(z)
 	return z.popMax(count)
 }
+
+// NewHash returns an empty hash and the right to change it.
+func NewHash() (*Hash, W) {
+	h := newHash()
+	return h, writegate.Grant(h)
+}
+
+// NewHashSized returns an empty hash sized as newHashSized does and the
+// right to change it.
+func NewHashSized(hint int, l *Limits) (*Hash, W) {
+	h := newHashSized(hint, l)
+	return h, writegate.Grant(h)
+}
+
+// Set is set for the holder of w, the right to change h (see W).
+func (h *Hash) Set(w W, field, value []byte, l *Limits) bool {
+	w.Check(h)
+	return h.set(field, value, l)
+}
+
+// SetKeepTTL is setKeepTTL for the holder of w, the right to change h (see W).
+func (h *Hash) SetKeepTTL(w W, field, value []byte, l *Limits) bool {
+	w.Check(h)
+	return h.setKeepTTL(field, value, l)
+}
+
+// SetNX is setNX for the holder of w, the right to change h (see W).
+func (h *Hash) SetNX(w W, field, value []byte, l *Limits) bool {
+	w.Check(h)
+	return h.setNX(field, value, l)
+}
+
+// Delete is delete for the holder of w, the right to change h (see W).
+func (h *Hash) Delete(w W, field []byte) bool {
+	w.Check(h)
+	return h.delete(field)
+}
+
+// SetFieldExpireAt is setFieldExpireAt for the holder of w, the right to change h (see W).
+func (h *Hash) SetFieldExpireAt(w W, field []byte, at int64) {
+	w.Check(h)
+	h.setFieldExpireAt(field, at)
+}
+
+// PersistField is persistField for the holder of w, the right to change h (see W).
+func (h *Hash) PersistField(w W, field []byte) bool {
+	w.Check(h)
+	return h.persistField(field)
+}
+
+// ExpireFields is expireFields for the holder of w, the right to change h (see W).
+func (h *Hash) ExpireFields(w W, now int64, fn func(field []byte)) int {
+	w.Check(h)
+	return h.expireFields(now, fn)
+}
