@@ -16,7 +16,7 @@ DIR=$(mktemp -d); PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$DIR"; }
 trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-waitport() { for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return; sleep 0.05; done; echo "port $1 did not answer" >&2; exit 1; }
+waitport() { for _ in $(seq 400); do redis-cli -p "$1" ping >/dev/null 2>&1 && return; sleep 0.05; done; echo "port $1 did not answer" >&2; exit 1; }
 HZ=$(getconf CLK_TCK)
 ticks() { local s=0; for p in "$@"; do s=$((s + $(awk '{print $14+$15}' /proc/"$p"/stat))); done; echo $s; }
 

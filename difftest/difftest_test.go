@@ -1,11 +1,9 @@
 package difftest
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"sort"
@@ -14,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/damselflydb/damselfly/internal/redistest"
 	"github.com/damselflydb/damselfly/server"
 )
 
@@ -159,32 +158,10 @@ func startDamselfly(t *testing.T) string {
 // startRedis starts Debian's redis-server on a free port, or skips.
 func startRedis(t *testing.T) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
+	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed (apt-get install -y redis-server): no differential test")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for i := 0; i < 200; i++ {
-		if nc, err := net.Dial("tcp", addr); err == nil {
-			nc.Close()
-			return addr
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("redis-server did not start")
-	return ""
+	return redistest.Start(t, "", "--save", "", "--appendonly", "no", "--dir", t.TempDir()).Addr
 }
 
 // TestReplay runs a sequence written in the report's format

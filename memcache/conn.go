@@ -364,6 +364,9 @@ func (c *conn) dispatch(line []byte) {
 		return
 	}
 	n := len(t)
+	if c.s.cfg.Route != nil && c.clusterRefuses(t) { // cluster.go
+		return
+	}
 	switch string(t[0]) {
 	case "get":
 		c.cmdGet(t, false, false)

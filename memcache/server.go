@@ -56,6 +56,10 @@
 //     a fixed EVAL script that a Damselfly replica recognises and applies
 //     natively, would lift this at the cost of a Lua call per write on Redis
 //     replicas; not done.)
+//   - Cluster mode (Config.Route, cluster.go): only keys of the node's slots
+//     are served; a request touching another is answered whole with
+//     SERVER_ERROR and the Redis error (MOVED slot ip:port, TRYAGAIN,
+//     CLUSTERDOWN), never with partial results that would read as misses.
 package memcache
 
 import (
@@ -105,6 +109,11 @@ type Config struct {
 	// would wait for it, and an event loop must never wait: a connection
 	// served by a loop then leaves it for a goroutine of its own first.
 	Busy func() bool
+
+	// Cluster mode (cluster.go). Route, when set, decides whether this
+	// node serves key: "" to serve it, or the Redis error text to answer
+	// after SERVER_ERROR (MOVED slot ip:port, TRYAGAIN, CLUSTERDOWN).
+	Route func(key []byte, write bool) string
 }
 
 type stats struct {

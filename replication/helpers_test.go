@@ -18,6 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/damselflydb/damselfly/internal/redistest"
 	"github.com/damselflydb/damselfly/server"
 )
 
@@ -251,25 +252,10 @@ func (p *proxy) cut() {
 // redisServer starts Debian's redis-server, or skips.
 func redisServer(t testing.TB, args ...string) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
+	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("redis-server not installed: skipping the interoperability test")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	all := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+	all := append([]string{"--save", "", "--appendonly", "no",
 		"--enable-debug-command", "yes", "--repl-diskless-sync-delay", "0", "--dir", t.TempDir()}, args...)
-	cmd := exec.Command(bin, all...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	c := client(t, addr)
-	waitFor(t, 5*time.Second, "redis-server to start", func() bool { return c.Ping(context.Background()).Err() == nil })
-	return addr
+	return redistest.Start(t, "", all...).Addr
 }

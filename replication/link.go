@@ -210,8 +210,8 @@ func (l *link) session() error {
 	if rep[0] == '-' && !strings.HasPrefix(rep, "-NOAUTH") && !strings.HasPrefix(rep, "-NOPERM") && !strings.HasPrefix(rep, "-ERR operation not permitted") {
 		return fmt.Errorf("PING: %s", rep)
 	}
-	if auth := l.n.cfg.MasterAuth; auth != "" {
-		if err := l.command("AUTH", auth); err != nil {
+	if auth := l.n.authArgs(); auth != nil {
+		if err := l.command(auth...); err != nil {
 			return err
 		}
 		if rep, err = l.reply(cr); err != nil {

@@ -38,8 +38,10 @@ type Config struct {
 	ResetExec func()
 	// ListenPort is the port announced with REPLCONF listening-port.
 	ListenPort func() int
-	// MasterAuth is sent with AUTH during the handshake when set.
+	// MasterAuth is sent with AUTH during the handshake when set, after
+	// MasterUser when that is set too; SetMasterAuth changes both later.
 	MasterAuth string
+	MasterUser string
 	// Output buffer limits for replicas (client-output-buffer-limit
 	// replica 256mb 64mb 60 when nil); SetOutputLimits changes them later.
 	OutputLimits *OutputLimits
@@ -84,6 +86,7 @@ type Node struct {
 	cfg       Config
 	log       *slog.Logger
 	outLimits atomic.Pointer[OutputLimits]
+	creds     atomic.Pointer[masterCredentials] // auth.go
 
 	// active is set once a backlog exists: before that, Append has nothing
 	// to do (like Redis, which creates the backlog for the first replica).
@@ -144,6 +147,7 @@ func New(cfg Config) *Node {
 		closed:       make(chan struct{}),
 	}
 	n.outLimits.Store(cfg.OutputLimits)
+	n.SetMasterAuth(cfg.MasterUser, cfg.MasterAuth)
 	n.wg.Add(1)
 	go n.cron()
 	return n

@@ -489,20 +489,13 @@ func (s *Server) aclKillPubSub(caller *Client, u *acl.User) {
 		return
 	}
 	var kill []*Client
-	s.pubsub.mu.RLock()
 	for _, o := range mine {
-		names := &o.sess.subs.names // changed only under the registry's lock
-	check:
-		for k := range names {
-			for name := range names[k] {
-				if !st.ChannelAllowed([]byte(name), subKind(k) == kindPattern) {
-					kill = append(kill, o)
-					break check
-				}
-			}
+		if s.pubsub.AnyName(&o.sess.subs, func(k subKind, name string) bool {
+			return !st.ChannelAllowed([]byte(name), k == kindPattern)
+		}) {
+			kill = append(kill, o)
 		}
 	}
-	s.pubsub.mu.RUnlock()
 	for _, o := range kill {
 		if o == caller {
 			o.quit = true

@@ -499,11 +499,11 @@ func (c *Client) info() string {
 	var sb strings.Builder
 	sb.WriteString("id=")
 	sb.WriteString(itoa(c.id))
-	sub := &c.sess.subs.kinds
+	sub := &c.sess.subs
 	sb.WriteString(" addr=" + c.addr + " laddr=" + c.laddr + " fd=" + itoa(int64(c.view.fd.Load())) + " name=" + name)
 	sb.WriteString(" age=" + itoa(age) + " idle=" + itoa(idle) + " flags=" + c.listFlags() + " db=" + itoa(int64(c.view.db.Load())))
-	sb.WriteString(" sub=" + itoa(int64(sub[kindChannel].Load())) + " psub=" + itoa(int64(sub[kindPattern].Load())) +
-		" ssub=" + itoa(int64(sub[kindShard].Load())) + " multi=" + itoa(int64(c.view.multi.Load())))
+	sb.WriteString(" sub=" + itoa(int64(sub.Count(kindChannel))) + " psub=" + itoa(int64(sub.Count(kindPattern))) +
+		" ssub=" + itoa(int64(sub.Count(kindShard))) + " multi=" + itoa(int64(c.view.multi.Load())))
 	sb.WriteString(c.bufferFields())
 	sb.WriteString(" events=r cmd=" + last + " user=" + c.userName() + " redir=" + itoa(c.trackRedir()) + " resp=" + itoa(int64(c.view.proto.Load())) + c.libFields())
 	return sb.String()

@@ -92,7 +92,7 @@ func (c *Client) listFlags() string {
 	if c.fromPrimary {
 		f = append(f, 'M')
 	}
-	if c.sess.subs.total.Load() > 0 {
+	if c.sess.subs.Subscribed() {
 		f = append(f, 'P')
 	}
 	if c.view.multi.Load() >= 0 {

@@ -3,8 +3,10 @@ package server
 // Slot migration, kvrocks's protocol on our own machinery.
 //
 // CLUSTERX MIGRATE <slot|start-end> <target-id> [sync|async [timeout]] on
-// the source moves the slots one at a time over one connection to the
-// target:
+// the source moves the slots in batches (up to 1024 slots, 16384 keys or
+// 8 MiB of payloads per batch) over one connection to the target, whose
+// replies a reader goroutine consumes so that nothing waits for a round
+// trip except the two barriers of a batch (payloads applied; hand-off):
 //
 //  1. CLUSTER IMPORT <slot> 0 on the link: the target serves that slot to
 //     the link (and to ASKING clients) before the topology says so.
@@ -14,8 +16,9 @@ package server
 //     from then on every journaled write touching the slot is captured in
 //     commit order. So each change is either in the cut or in the tail,
 //     never both and never neither.
-//  3. The payloads, then the tail, are streamed; while the tail keeps
-//     coming, it is sent again.
+//  3. The payloads, then the tail, are streamed; once the target has
+//     applied the payloads (outside any pause), the tail is sent again
+//     while it keeps coming.
 //  4. Writes to the slot are paused (-TRYAGAIN), every shard is locked once
 //     so that writes already past the check finish, and the last of the
 //     tail is sent; CLUSTER IMPORT <slot> 1 makes the target serve the slot
@@ -64,7 +67,7 @@ type migration struct {
 	// lastPause is the longest write pause of the last migration (µs).
 	lastPause int64
 	// importing side: the slot and its state (start, success, error).
-	impSlot  int
+	impSlot  string
 	impState string
 }
 
@@ -230,11 +233,53 @@ func (c *Client) clusterxMigrate(args [][]byte) {
 	}
 }
 
-// migLink is the connection to the target.
+// migLink is the connection to the target. Commands are streamed without
+// waiting: a reader goroutine consumes the replies in order, and sync is
+// the only round trip (a batch needs two: its payloads applied, and the
+// hand-off under the write pause).
 type migLink struct {
 	nc net.Conn
 	rd *bufio.Reader
 	wb []byte
+	q  chan migExpect // replies the reader is to consume, in order
+	mu sync.Mutex
+	e  error // the first error the reader met
+}
+
+// migExpect is n replies to read, then (done != nil) a barrier to report.
+type migExpect struct {
+	n    int
+	done chan error
+}
+
+func newMigLink(nc net.Conn) *migLink {
+	l := &migLink{nc: nc, rd: bufio.NewReaderSize(nc, 64<<10), q: make(chan migExpect, 1024)}
+	go func() {
+		for ex := range l.q {
+			for i := 0; i < ex.n; i++ {
+				if err := readReply(l.rd); err != nil {
+					l.mu.Lock()
+					if l.e == nil {
+						l.e = err
+					}
+					l.mu.Unlock()
+				}
+			}
+			if ex.done != nil {
+				l.mu.Lock()
+				ex.done <- l.e
+				l.mu.Unlock()
+			}
+		}
+	}()
+	return l
+}
+
+// close ends the link: the reader drains what it still expects (each read
+// fails at once on the closed connection) and exits.
+func (l *migLink) close() {
+	l.nc.Close()
+	close(l.q)
 }
 
 func (l *migLink) add(args ...[]byte) {
@@ -250,9 +295,8 @@ func (l *migLink) add(args ...[]byte) {
 	}
 }
 
-// flush sends what was added and reads n replies; an error reply fails
-// the migration.
-func (l *migLink) flush(n int) error {
+// send writes what was added, whose n replies the reader will consume.
+func (l *migLink) send(n int) error {
 	if len(l.wb) > 0 {
 		l.nc.SetDeadline(time.Now().Add(30 * time.Second))
 		if _, err := l.nc.Write(l.wb); err != nil {
@@ -260,13 +304,26 @@ func (l *migLink) flush(n int) error {
 		}
 		l.wb = l.wb[:0]
 	}
-	var first error
-	for i := 0; i < n; i++ {
-		if err := readReply(l.rd); err != nil && first == nil {
-			first = err
-		}
+	if n > 0 {
+		l.q <- migExpect{n: n}
 	}
-	return first
+	return nil
+}
+
+// sync waits until every reply sent for so far is read; an error reply
+// (or a broken link) fails the migration.
+func (l *migLink) sync() error {
+	done := make(chan error, 1)
+	l.q <- migExpect{done: done}
+	return <-done
+}
+
+// flush sends what was added and waits for its n replies (and all before).
+func (l *migLink) flush(n int) error {
+	if err := l.send(n); err != nil {
+		return err
+	}
+	return l.sync()
 }
 
 // readReply reads one RESP value, returning an error reply as an error.
@@ -320,8 +377,8 @@ func (s *Server) migrateSlots(rg cluster.Range, dst *cluster.Node) (err error) {
 	if err != nil {
 		return fmt.Errorf("failed to connect to the destination node: %v", err)
 	}
-	defer nc.Close()
-	l := &migLink{nc: nc, rd: bufio.NewReader(nc)}
+	l := newMigLink(nc)
+	defer l.close()
 	if pass := s.cfg.requirePass(); pass != "" {
 		l.add([]byte("AUTH"), []byte(pass))
 		if err := l.flush(1); err != nil {
@@ -345,7 +402,10 @@ func (s *Server) migrateSlots(rg cluster.Range, dst *cluster.Node) (err error) {
 	if err != nil {
 		return err
 	}
-	return sendCmds(l, tap.take(), 0)
+	if err := sendCmds(l, tap.take(), 0); err != nil {
+		return err
+	}
+	return l.sync()
 }
 
 // migrateBatch moves the slots from first on (at most up to last) over
@@ -353,7 +413,11 @@ func (s *Server) migrateSlots(rg cluster.Range, dst *cluster.Node) (err error) {
 // returns the last slot it moved. tap already captures the slots handed
 // over before (their grace period lasts until the whole range is done).
 func (s *Server) migrateBatch(l *migLink, tap *migTap, first, last int, addr string) (_ int, err error) {
-	const maxSlots, maxKeys = 128, 2048
+	// A batch is one cut (every shard locked while its keys are
+	// serialized), two round trips and one write pause: large enough that
+	// per-batch costs vanish next to the data, small enough that the cut
+	// stays a short stall.
+	const maxSlots, maxKeys, maxBytes = 1024, 16384, 8 << 20
 	cs := s.cluster
 	m := &cs.mig
 	end := first - 1 // last slot of the batch
@@ -367,19 +431,19 @@ func (s *Server) migrateBatch(l *migLink, tap *migTap, first, last int, addr str
 			cs.update(func(v *clusterView) { v.forbidden = noSlots })
 			cs.mu.Unlock()
 		}
-		for sl := first; sl <= end; sl++ {
-			l.add([]byte("CLUSTER"), []byte("IMPORT"), []byte(strconv.Itoa(sl)), []byte("2"))
+		if end >= first {
+			l.add([]byte("CLUSTER"), []byte("IMPORT"), []byte(slotRange(first, end)), []byte("2"))
+			l.flush(1)
 		}
-		l.flush(end - first + 1)
 	}()
 	// Cut: the slots' keys and the tap at one instant.
-	var imports, restores [][][]byte
+	var restores [][][]byte
 	all := s.store.All()
 	s.store.LockMany(&all)
 	nowMs := now()
-	for sl := first; sl <= last && sl-first < maxSlots && len(restores) < maxKeys; sl++ {
+	size := 0
+	for sl := first; sl <= last && sl-first < maxSlots && len(restores) < maxKeys && size < maxBytes; sl++ {
 		end = sl
-		imports = append(imports, [][]byte{[]byte("CLUSTER"), []byte("IMPORT"), []byte(strconv.Itoa(sl)), []byte("0")})
 		for _, sh := range s.store.Shards() {
 			d := sh.PeekDB(0)
 			if d == nil {
@@ -395,6 +459,7 @@ func (s *Server) migrateBatch(l *migLink, tap *migTap, first, last int, addr str
 					s.store.UnlockMany(&all)
 					return end, derr
 				}
+				size += len(k) + len(p)
 				restores = append(restores, [][]byte{[]byte("RESTORE"), k, []byte(strconv.FormatInt(e.ExpireAt(), 10)), p,
 					[]byte("REPLACE"), []byte("ABSTTL")})
 			}
@@ -402,15 +467,19 @@ func (s *Server) migrateBatch(l *migLink, tap *migTap, first, last int, addr str
 		tap.slots[sl].Store(true)
 	}
 	s.store.UnlockMany(&all)
-	// IMPORT start for each slot, then their keys, pipelined; then the
-	// tail until it is short.
-	for _, c := range imports {
-		l.add(c...)
-	}
-	if err := sendCmds(l, restores, len(imports)); err != nil {
+	// IMPORT start for the batch's slots (one range: the target changes
+	// its view once per batch, not per slot), then their keys, pipelined.
+	l.add([]byte("CLUSTER"), []byte("IMPORT"), []byte(slotRange(first, end)), []byte("0"))
+	if err := sendCmds(l, restores, 1); err != nil {
 		return end, err
 	}
-	for round := 0; round < 100; round++ {
+	restores = nil
+	// Wait for the target to apply the payloads outside the pause, then
+	// forward the tail until what is left is short.
+	for round := 0; round < 20; round++ {
+		if err := l.sync(); err != nil {
+			return end, err
+		}
 		cmds := tap.take()
 		if err := sendCmds(l, cmds, 0); err != nil {
 			return end, err
@@ -428,11 +497,11 @@ func (s *Server) migrateBatch(l *migLink, tap *migTap, first, last int, addr str
 	paused = true
 	s.store.LockMany(&all)
 	s.store.UnlockMany(&all)
-	tail := tap.take()
-	for sl := first; sl <= end; sl++ {
-		tail = append(tail, [][]byte{[]byte("CLUSTER"), []byte("IMPORT"), []byte(strconv.Itoa(sl)), []byte("1")})
-	}
+	tail := append(tap.take(), [][]byte{[]byte("CLUSTER"), []byte("IMPORT"), []byte(slotRange(first, end)), []byte("1")})
 	if err := sendCmds(l, tail, 0); err != nil {
+		return end, err
+	}
+	if err := l.sync(); err != nil {
 		return end, err
 	}
 	cs.mu.Lock()
@@ -457,33 +526,60 @@ func (s *Server) migrateBatch(l *migLink, tap *migTap, first, last int, addr str
 	return end, nil
 }
 
-// sendCmds sends cmds after the extra commands already added to l, and
-// reads all their replies.
+// sendCmds sends cmds after the extra commands already added to l, in
+// writes of about 256 KiB; the reader consumes their replies (l.sync waits
+// for them).
 func sendCmds(l *migLink, cmds [][][]byte, extra int) error {
-	for {
-		n := min(len(cmds), 256)
-		for _, c := range cmds[:n] {
-			l.add(c...)
-		}
-		cmds = cmds[n:]
-		if err := l.flush(n + extra); err != nil {
-			return err
-		}
-		extra = 0
-		if len(cmds) == 0 {
-			return nil
+	n := extra
+	for _, c := range cmds {
+		l.add(c...)
+		n++
+		if len(l.wb) >= 256<<10 {
+			if err := l.send(n); err != nil {
+				return err
+			}
+			n = 0
 		}
 	}
+	return l.send(n)
 }
 
-// clusterImport is CLUSTER IMPORT <slot> <0 start|1 success|2 failed>,
-// sent by a source node on its migration link.
+// slotRange renders slots first..end as CLUSTER IMPORT takes them.
+func slotRange(first, end int) string {
+	if first == end {
+		return strconv.Itoa(first)
+	}
+	return strconv.Itoa(first) + "-" + strconv.Itoa(end)
+}
+
+// clusterImport is CLUSTER IMPORT <slot|start-end> <0 start|1 success|2
+// failed>, sent by a source node on its migration link (a range: one batch,
+// one change of view).
 func (c *Client) clusterImport(args [][]byte) {
 	s := c.srv
 	cs := s.cluster
-	slot, ok1 := parseInt(args[2])
-	state, ok2 := parseInt(args[3])
-	if !ok1 || !ok2 {
+	var rg cluster.Range
+	if strings.Contains(string(args[2]), "-") {
+		r, err := cluster.ParseRange(string(args[2]))
+		if err != nil {
+			c.err("ERR Slot is out of range")
+			return
+		}
+		rg = r
+	} else {
+		slot, ok := parseInt(args[2])
+		if !ok {
+			c.errNotInteger()
+			return
+		}
+		if slot < 0 || slot >= cluster.Slots {
+			c.err("ERR Slot is out of range")
+			return
+		}
+		rg = cluster.Range{Start: int(slot), End: int(slot)}
+	}
+	state, ok := parseInt(args[3])
+	if !ok {
 		c.errNotInteger()
 		return
 	}
@@ -492,38 +588,35 @@ func (c *Client) clusterImport(args [][]byte) {
 		c.err("ERR Slave can't import slot")
 		return
 	}
-	if slot < 0 || slot >= cluster.Slots {
-		c.err("ERR Slot is out of range")
-		return
-	}
 	m := &cs.mig
-	sl := int(slot)
 	switch state {
 	case 0:
 		cs.mu.Lock()
 		cs.update(func(v *clusterView) {
-			if v.importing.Start >= 0 && v.importing.End == sl-1 {
-				v.importing.End = sl // the next slot of a batch
+			if v.importing.Start >= 0 && v.importing.End == rg.Start-1 {
+				v.importing.End = rg.End // the next batch
 			} else {
-				v.importing = cluster.Range{Start: sl, End: sl}
+				v.importing = rg
 			}
 		})
 		cs.mu.Unlock()
 		c.cl.importing = true
 		m.mu.Lock()
-		m.impSlot, m.impState = sl, "start"
+		m.impSlot, m.impState = rg.String(), "start"
 		m.mu.Unlock()
 	case 1:
 		cs.mu.Lock()
 		cs.update(func(v *clusterView) {
-			imp := make(map[int]bool, len(v.imported)+1)
+			imp := make(map[int]bool, len(v.imported)+rg.End-rg.Start+1)
 			for k := range v.imported {
 				imp[k] = true
 			}
-			imp[sl] = true
+			for sl := rg.Start; sl <= rg.End; sl++ {
+				imp[sl] = true
+			}
 			v.imported = imp
-			if v.importing.Start == sl {
-				v.importing.Start++
+			if v.importing.Start >= rg.Start && v.importing.Start <= rg.End {
+				v.importing.Start = rg.End + 1
 				if v.importing.Start > v.importing.End {
 					v.importing = noSlots
 				}
@@ -531,7 +624,7 @@ func (c *Client) clusterImport(args [][]byte) {
 		})
 		cs.mu.Unlock()
 		m.mu.Lock()
-		m.impSlot, m.impState = sl, "success"
+		m.impSlot, m.impState = rg.String(), "success"
 		m.mu.Unlock()
 	case 2:
 		cs.mu.Lock()
@@ -539,11 +632,15 @@ func (c *Client) clusterImport(args [][]byte) {
 			v.importing = noSlots
 		})
 		cs.mu.Unlock()
-		if o := v.topo.Owner(sl); o != v.me {
-			s.dropSlots([]int{sl})
+		var drop []int
+		for sl := rg.Start; sl <= rg.End; sl++ {
+			if v.topo.Owner(sl) != v.me {
+				drop = append(drop, sl)
+			}
 		}
+		s.dropSlots(drop)
 		m.mu.Lock()
-		m.impSlot, m.impState = sl, "error"
+		m.impSlot, m.impState = rg.String(), "error"
 		m.mu.Unlock()
 	default:
 		c.err("ERR Invalid import state")

@@ -503,6 +503,7 @@ func (s *Server) setNodes(text string, version int64, force bool) error {
 	})
 	cs.mu.Unlock()
 	s.dropSlots(drop)
+	s.dropUnservedShardChannels() // cluster_pubsub.go
 	s.followTopology()
 	return nil
 }
@@ -543,6 +544,7 @@ func (s *Server) setSlots(ranges []cluster.Range, id string, version int64) erro
 	})
 	cs.mu.Unlock()
 	s.dropSlots(drop)
+	s.dropUnservedShardChannels() // cluster_pubsub.go
 	return nil
 }
 

@@ -182,6 +182,7 @@ func configParams() map[string]configParam {
 	lfuParams(m)
 	observeParams(m)
 	trackingParams(m)
+	masterAuthParams(m)
 	return m
 }
 

@@ -232,38 +232,11 @@ func cmdXPending(c *Client, args [][]byte) {
 		c.errSyntax()
 		return
 	}
-	var start, end types.StreamID
-	var count, minIdle int64
-	var consumer []byte
-	if len(args) >= 6 {
-		si := 3
-		if eq(args[3], "idle") {
-			n, ok := parseInt(args[4])
-			if !ok {
-				c.errNotInteger()
-				return
-			}
-			minIdle = n
-			if len(args) < 8 {
-				c.errSyntax()
-				return
-			}
-			si += 2
-		}
-		n, ok := parseInt(args[si+2])
-		if !ok {
-			c.errNotInteger()
+	var r xpendingRange
+	if !justInfo {
+		var ok bool
+		if r, ok = parseXPendingRange(c, args); !ok {
 			return
-		}
-		count = max(n, 0)
-		if start, ok = c.intervalID(args[si], 0, true); !ok {
-			return
-		}
-		if end, ok = c.intervalID(args[si+1], math.MaxUint64, false); !ok {
-			return
-		}
-		if si+3 < len(args) {
-			consumer = args[si+3]
 		}
 	}
 	sh, h := c.lockKey(args[1])
@@ -281,43 +254,100 @@ func cmdXPending(c *Client, args [][]byte) {
 		return
 	}
 	if justInfo {
-		c.array(4)
-		c.int(int64(g.PendingLen()))
-		if g.PendingLen() == 0 {
-			c.null()
-			c.null()
-			c.nullArray()
-			return
-		}
-		var first, last types.StreamID
-		k := 0
-		g.PendingAscend(types.StreamID{}, func(p *types.PendingEntry, _ *types.StreamConsumer) bool {
-			if k == 0 {
-				first = p.ID
-			}
-			last = p.ID
-			k++
-			return true
-		})
-		c.streamID(first)
-		c.streamID(last)
-		mark := len(c.out)
-		n := 0
-		g.Consumers(func(sc *types.StreamConsumer) bool {
-			if sc.PendingLen() > 0 {
-				c.array(2)
-				c.bulkString(sc.Name())
-				c.bulkInt(int64(sc.PendingLen()))
-				n++
-			}
-			return true
-		})
-		c.setArrayLen(mark, n)
+		c.xpendingSummary(g)
 		return
 	}
+	c.xpendingEntries(g, &r)
+}
+
+// xpendingRange is XPENDING's extended form: [IDLE min] start end count
+// [consumer].
+type xpendingRange struct {
+	start, end types.StreamID
+	count      int64
+	minIdle    int64
+	consumer   []byte // nil: every consumer
+}
+
+// parseXPendingRange reads the extended form; false after answering the
+// error.
+func parseXPendingRange(c *Client, args [][]byte) (xpendingRange, bool) {
+	var r xpendingRange
+	si := 3
+	if eq(args[3], "idle") {
+		n, ok := parseInt(args[4])
+		if !ok {
+			c.errNotInteger()
+			return r, false
+		}
+		r.minIdle = n
+		if len(args) < 8 {
+			c.errSyntax()
+			return r, false
+		}
+		si += 2
+	}
+	n, ok := parseInt(args[si+2])
+	if !ok {
+		c.errNotInteger()
+		return r, false
+	}
+	r.count = max(n, 0)
+	if r.start, ok = c.intervalID(args[si], 0, true); !ok {
+		return r, false
+	}
+	if r.end, ok = c.intervalID(args[si+1], math.MaxUint64, false); !ok {
+		return r, false
+	}
+	if si+3 < len(args) {
+		r.consumer = args[si+3]
+	}
+	return r, true
+}
+
+// xpendingSummary replies XPENDING key group: the count, the smallest and
+// largest pending IDs and each consumer's count.
+func (c *Client) xpendingSummary(g *types.StreamGroup) {
+	c.array(4)
+	c.int(int64(g.PendingLen()))
+	if g.PendingLen() == 0 {
+		c.null()
+		c.null()
+		c.nullArray()
+		return
+	}
+	var first, last types.StreamID
+	k := 0
+	g.PendingAscend(types.StreamID{}, func(p *types.PendingEntry, _ *types.StreamConsumer) bool {
+		if k == 0 {
+			first = p.ID
+		}
+		last = p.ID
+		k++
+		return true
+	})
+	c.streamID(first)
+	c.streamID(last)
+	mark := len(c.out)
+	n := 0
+	g.Consumers(func(sc *types.StreamConsumer) bool {
+		if sc.PendingLen() > 0 {
+			c.array(2)
+			c.bulkString(sc.Name())
+			c.bulkInt(int64(sc.PendingLen()))
+			n++
+		}
+		return true
+	})
+	c.setArrayLen(mark, n)
+}
+
+// xpendingEntries replies the extended form: the pending entries in r,
+// with owner, idle time and delivery count.
+func (c *Client) xpendingEntries(g *types.StreamGroup, r *xpendingRange) {
 	var sc *types.StreamConsumer
-	if consumer != nil {
-		if sc = g.Consumer(consumer); sc == nil {
+	if r.consumer != nil {
+		if sc = g.Consumer(r.consumer); sc == nil {
 			c.array(0)
 			return
 		}
@@ -325,11 +355,12 @@ func cmdXPending(c *Client, args [][]byte) {
 	t := now()
 	mark := len(c.out)
 	n := 0
+	count := r.count
 	emit := func(p *types.PendingEntry) bool {
-		if end.Less(p.ID) || count == 0 {
+		if r.end.Less(p.ID) || count == 0 {
 			return false
 		}
-		if minIdle != 0 && t-p.DeliveryTime < minIdle {
+		if r.minIdle != 0 && t-p.DeliveryTime < r.minIdle {
 			return true
 		}
 		n++
@@ -342,9 +373,9 @@ func cmdXPending(c *Client, args [][]byte) {
 		return true
 	}
 	if sc != nil {
-		sc.Pending(start, func(id types.StreamID) bool { return emit(g.Pending(id)) })
+		sc.Pending(r.start, func(id types.StreamID) bool { return emit(g.Pending(id)) })
 	} else {
-		g.PendingAscend(start, func(p *types.PendingEntry, _ *types.StreamConsumer) bool { return emit(p) })
+		g.PendingAscend(r.start, func(p *types.PendingEntry, _ *types.StreamConsumer) bool { return emit(p) })
 	}
 	c.setArrayLen(mark, n)
 }
@@ -371,39 +402,79 @@ func cmdXClaim(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
+	t := now()
+	o, ok := parseXClaimArgs(c, args, t)
+	if !ok {
+		return
+	}
+	cl := &xclaimRun{c: c, sh: sh, e: &e, s: s, g: g, key: key, group: gname, consumer: args[3], t: t, o: &o}
+	propLast := false
+	if g.LastID.Less(o.lastID) {
+		cl.modify()
+		g.LastID = o.lastID
+		propLast = true
+	}
+	mark := len(c.out)
+	n := 0
+	for _, id := range o.ids {
+		switch cl.claim(id) {
+		case xclaimDropped:
+			propLast = false
+		case xclaimClaimed:
+			n++
+			propLast = false
+		}
+	}
+	if propLast {
+		cl.props = append(cl.props, xsetidProp(key, gname, g))
+	}
+	c.setArrayLen(mark, n)
+	c.rewriteMany(cl.props)
+}
+
+// xclaimArgs are XCLAIM's arguments after the consumer.
+type xclaimArgs struct {
+	minIdle       int64
+	ids           []types.StreamID
+	delivery      int64 // the delivery time to set, clamped to [0, now]
+	retry         int64 // -1: count the delivery instead
+	force, justID bool
+	lastID        types.StreamID
+}
+
+// parseXClaimArgs reads min-idle-time, the IDs and the options; false
+// after answering the error. t is the command's time.
+func parseXClaimArgs(c *Client, args [][]byte, t int64) (xclaimArgs, bool) {
+	o := xclaimArgs{retry: -1}
 	minIdle, ok := parseInt(args[4])
 	if !ok {
 		c.err("ERR Invalid min-idle-time argument for XCLAIM")
-		return
+		return o, false
 	}
-	minIdle = max(minIdle, 0)
-	var ids []types.StreamID
+	o.minIdle = max(minIdle, 0)
 	j := 5
 	for ; j < len(args); j++ {
 		id, _, ok := parseStreamID(args[j], 0, true, false)
 		if !ok {
 			break
 		}
-		ids = append(ids, id)
+		o.ids = append(o.ids, id)
 	}
-	t := now()
-	var lastID types.StreamID
-	retry, delivery := int64(-1), int64(-1)
-	force, justID := false, false
+	delivery := int64(-1)
 	for ; j < len(args); j++ {
 		more := len(args) - 1 - j
 		opt := args[j]
 		switch {
 		case eq(opt, "force"):
-			force = true
+			o.force = true
 		case eq(opt, "justid"):
-			justID = true
+			o.justID = true
 		case eq(opt, "idle") && more > 0:
 			j++
 			n, ok := parseInt(args[j])
 			if !ok {
 				c.err("ERR Invalid IDLE option argument for XCLAIM")
-				return
+				return o, false
 			}
 			delivery = t - n
 		case eq(opt, "time") && more > 0:
@@ -411,7 +482,7 @@ func cmdXClaim(c *Client, args [][]byte) {
 			n, ok := parseInt(args[j])
 			if !ok {
 				c.err("ERR Invalid TIME option argument for XCLAIM")
-				return
+				return o, false
 			}
 			delivery = n
 		case eq(opt, "retrycount") && more > 0:
@@ -419,92 +490,108 @@ func cmdXClaim(c *Client, args [][]byte) {
 			n, ok := parseInt(args[j])
 			if !ok {
 				c.err("ERR Invalid RETRYCOUNT option argument for XCLAIM")
-				return
+				return o, false
 			}
-			retry = n
+			o.retry = n
 		case eq(opt, "lastid") && more > 0:
 			j++
 			id, ok := c.streamIDArg(args[j], true)
 			if !ok {
-				return
+				return o, false
 			}
-			lastID = id
+			o.lastID = id
 		default:
 			c.err("ERR Unrecognized XCLAIM option '" + string(opt) + "'")
-			return
+			return o, false
 		}
 	}
-	modified := false
-	modify := func() {
-		if !modified {
-			c.modifyStream(sh, &e)
-			modified = true
-		}
+	if delivery < 0 || delivery > t {
+		delivery = t // none given (-1), or out of range
 	}
-	var props [][][]byte
-	propLast := false
-	if g.LastID.Less(lastID) {
-		modify()
-		g.LastID = lastID
-		propLast = true
+	o.delivery = delivery
+	return o, true
+}
+
+// xclaimRun is one XCLAIM at work on a locked stream's group.
+type xclaimRun struct {
+	c        *Client
+	sh       *shard.Shard
+	e        *shard.Entry
+	s        *types.Stream
+	g        *types.StreamGroup
+	key      []byte
+	group    []byte
+	consumer []byte
+	t        int64
+	o        *xclaimArgs
+
+	modified bool
+	sc       *types.StreamConsumer // the claiming consumer, once needed
+	props    [][][]byte            // what is propagated instead of XCLAIM
+}
+
+// modify makes the stream writable, once (the snapshot's pre-change hook).
+func (r *xclaimRun) modify() {
+	if !r.modified {
+		r.c.modifyStream(r.sh, r.e)
+		r.modified = true
 	}
-	if delivery != -1 {
-		if delivery < 0 || delivery > t {
-			delivery = t
+}
+
+const (
+	xclaimSkipped = iota // not pending, or not idle long enough
+	xclaimDropped        // pending but deleted from the stream: acknowledged
+	xclaimClaimed        // now owned by the consumer; its reply was written
+)
+
+// claim claims one ID, writing its reply element when it is claimed.
+func (r *xclaimRun) claim(id types.StreamID) int {
+	g, o := r.g, r.o
+	p := g.Pending(id)
+	if !r.s.Exists(id) {
+		if p == nil {
+			return xclaimSkipped
 		}
+		r.modify()
+		r.props = append(r.props, xclaimProp(r.key, r.group, g.Owner(p).Name(), id, p, g.LastID))
+		g.Ack(id)
+		return xclaimDropped
+	}
+	if p != nil && o.minIdle > 0 && r.t-p.DeliveryTime < o.minIdle {
+		return xclaimSkipped
+	}
+	if p == nil && !o.force {
+		return xclaimSkipped
+	}
+	r.modify()
+	sc := r.claimer()
+	g.Deliver(sc, id, o.delivery, false) // a FORCE-created entry starts at count 1
+	p = g.Pending(id)
+	if o.retry >= 0 {
+		p.DeliveryCount = uint64(o.retry)
+	} else if !o.justID {
+		p.DeliveryCount++
+	}
+	if o.justID {
+		r.c.streamID(id)
 	} else {
-		delivery = t
+		r.s.Range(id, id, false, func(id types.StreamID, fv [][]byte) bool { r.c.streamEntry(id, fv); return false })
 	}
-	var sc *types.StreamConsumer
-	mark := len(c.out)
-	n := 0
-	for _, id := range ids {
-		p := g.Pending(id)
-		if !s.Exists(id) {
-			if p != nil {
-				modify()
-				props = append(props, xclaimProp(key, gname, g.Owner(p).Name(), id, p, g.LastID))
-				propLast = false
-				g.Ack(id)
-			}
-			continue
-		}
-		if p != nil && minIdle > 0 && t-p.DeliveryTime < minIdle {
-			continue
-		}
-		if p == nil && !force {
-			continue
-		}
-		modify()
-		if sc == nil {
-			if sc = g.Consumer(args[3]); sc == nil {
-				sc, _ = g.CreateConsumer(args[3], t, t)
-				c.notify(kseStream, "xgroup-createconsumer", args[1])
-			} else {
-				sc.SeenTime = t
-			}
-		}
-		g.Deliver(sc, id, delivery, false) // a FORCE-created entry starts at count 1
-		p = g.Pending(id)
-		if retry >= 0 {
-			p.DeliveryCount = uint64(retry)
-		} else if !justID {
-			p.DeliveryCount++
-		}
-		if justID {
-			c.streamID(id)
+	r.props = append(r.props, xclaimProp(r.key, r.group, sc.Name(), id, p, g.LastID))
+	return xclaimClaimed
+}
+
+// claimer is the consumer claiming, created (and notified) on first use.
+func (r *xclaimRun) claimer() *types.StreamConsumer {
+	if r.sc == nil {
+		if r.sc = r.g.Consumer(r.consumer); r.sc == nil {
+			r.sc, _ = r.g.CreateConsumer(r.consumer, r.t, r.t)
+			r.c.notify(kseStream, "xgroup-createconsumer", r.key)
 		} else {
-			s.Range(id, id, false, func(id types.StreamID, fv [][]byte) bool { c.streamEntry(id, fv); return false })
+			r.sc.SeenTime = r.t
 		}
-		n++
-		props = append(props, xclaimProp(key, gname, sc.Name(), id, p, g.LastID))
-		propLast = false
 	}
-	if propLast {
-		props = append(props, xsetidProp(key, gname, g))
-	}
-	c.setArrayLen(mark, n)
-	c.rewriteMany(props)
+	return r.sc
 }
 
 func cmdXAutoClaim(c *Client, args [][]byte) {

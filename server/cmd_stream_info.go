@@ -99,36 +99,62 @@ func (c *Client) lag(s *types.Stream, g *types.StreamGroup) {
 }
 
 func (c *Client) xinfoStream(args [][]byte, s *types.Stream) {
-	full := false
-	count := int64(10)
-	opts := args[3:]
-	if len(opts) > 0 {
-		if (len(opts) != 1 && len(opts) != 3) || !eq(opts[0], "full") {
-			c.subcommandSyntaxError(args)
-			return
-		}
-		full = true
-		if len(opts) == 3 {
-			if !eq(opts[1], "count") {
-				c.subcommandSyntaxError(args)
-				return
-			}
-			n, ok := parseInt(opts[2])
-			if !ok {
-				c.errNotInteger()
-				return
-			}
-			count = n
-			if count < 0 {
-				count = 10
-			}
-		}
+	full, count, ok := c.parseXInfoStreamOpts(args)
+	if !ok {
+		return
 	}
 	if full {
 		c.mapHeader(9)
 	} else {
 		c.mapHeader(10)
 	}
+	c.xinfoStreamCommon(s)
+	if !full {
+		c.xinfoStreamSummary(s)
+		return
+	}
+	c.bulkString("entries")
+	c.rangeReply(s, types.StreamID{}, types.MaxStreamID, count, false)
+	c.bulkString("groups")
+	c.array(s.GroupCount())
+	s.Groups(func(g *types.StreamGroup) bool {
+		c.xinfoGroupFull(s, g, count)
+		return true
+	})
+}
+
+// parseXInfoStreamOpts reads [FULL [COUNT n]] (count: 10 by default or
+// when negative, 0 for all); false after answering the error.
+func (c *Client) parseXInfoStreamOpts(args [][]byte) (full bool, count int64, ok bool) {
+	count = 10
+	opts := args[3:]
+	if len(opts) == 0 {
+		return false, count, true
+	}
+	if (len(opts) != 1 && len(opts) != 3) || !eq(opts[0], "full") {
+		c.subcommandSyntaxError(args)
+		return false, 0, false
+	}
+	if len(opts) == 3 {
+		if !eq(opts[1], "count") {
+			c.subcommandSyntaxError(args)
+			return false, 0, false
+		}
+		n, ok := parseInt(opts[2])
+		if !ok {
+			c.errNotInteger()
+			return false, 0, false
+		}
+		count = n
+		if count < 0 {
+			count = 10
+		}
+	}
+	return true, count, true
+}
+
+// xinfoStreamCommon writes the fields both forms of XINFO STREAM start with.
+func (c *Client) xinfoStreamCommon(s *types.Stream) {
 	c.bulkString("length")
 	c.int(int64(s.Len()))
 	c.bulkString("radix-tree-keys")
@@ -143,86 +169,92 @@ func (c *Client) xinfoStream(args [][]byte, s *types.Stream) {
 	c.int(int64(s.EntriesAdded()))
 	c.bulkString("recorded-first-entry-id")
 	c.streamID(s.FirstID())
-	if !full {
-		c.bulkString("groups")
-		c.int(int64(s.GroupCount()))
-		for _, rev := range []bool{false, true} {
-			if rev {
-				c.bulkString("last-entry")
-			} else {
-				c.bulkString("first-entry")
-			}
-			found := false
-			s.Range(types.StreamID{}, types.MaxStreamID, rev, func(id types.StreamID, fv [][]byte) bool {
-				c.streamEntry(id, fv)
-				found = true
-				return false
-			})
-			if !found {
-				c.null()
-			}
-		}
-		return
-	}
-	c.bulkString("entries")
-	c.rangeReply(s, types.StreamID{}, types.MaxStreamID, count, false)
+}
+
+// xinfoStreamSummary is the short form's tail: the group count and the
+// first and last entries.
+func (c *Client) xinfoStreamSummary(s *types.Stream) {
 	c.bulkString("groups")
-	c.array(s.GroupCount())
-	s.Groups(func(g *types.StreamGroup) bool {
-		c.mapHeader(7)
-		c.bulkString("name")
-		c.bulkString(g.Name())
-		c.bulkString("last-delivered-id")
-		c.streamID(g.LastID)
-		c.entriesRead(g)
-		c.bulkString("lag")
-		c.lag(s, g)
-		c.bulkString("pel-count")
-		c.int(int64(g.PendingLen()))
-		c.bulkString("pending")
-		mark := len(c.out)
-		n := 0
-		g.PendingAscend(types.StreamID{}, func(p *types.PendingEntry, owner *types.StreamConsumer) bool {
-			if count != 0 && int64(n) >= count {
-				return false
-			}
-			c.array(4)
-			c.streamID(p.ID)
-			c.bulkString(owner.Name())
-			c.int(p.DeliveryTime)
-			c.int(int64(p.DeliveryCount))
-			n++
-			return true
+	c.int(int64(s.GroupCount()))
+	for _, rev := range []bool{false, true} {
+		if rev {
+			c.bulkString("last-entry")
+		} else {
+			c.bulkString("first-entry")
+		}
+		found := false
+		s.Range(types.StreamID{}, types.MaxStreamID, rev, func(id types.StreamID, fv [][]byte) bool {
+			c.streamEntry(id, fv)
+			found = true
+			return false
 		})
-		c.setArrayLen(mark, n)
-		c.bulkString("consumers")
-		c.array(g.ConsumerCount())
-		g.Consumers(func(sc *types.StreamConsumer) bool {
-			c.mapHeader(4)
-			c.bulkString("name")
-			c.bulkString(sc.Name())
-			c.bulkString("seen-time")
-			c.int(sc.SeenTime)
-			c.bulkString("pel-count")
-			c.int(int64(sc.PendingLen()))
-			c.bulkString("pending")
-			mark := len(c.out)
-			n := 0
-			sc.Pending(types.StreamID{}, func(id types.StreamID) bool {
-				if count != 0 && int64(n) >= count {
-					return false
-				}
-				p := g.Pending(id)
-				c.array(3)
-				c.streamID(id)
-				c.int(p.DeliveryTime)
-				c.int(int64(p.DeliveryCount))
-				n++
-				return true
-			})
-			c.setArrayLen(mark, n)
-			return true
-		})
+		if !found {
+			c.null()
+		}
+	}
+}
+
+// xinfoGroupFull writes one group of XINFO STREAM FULL: its state, up to
+// count pending entries (0: all) and its consumers.
+func (c *Client) xinfoGroupFull(s *types.Stream, g *types.StreamGroup, count int64) {
+	c.mapHeader(7)
+	c.bulkString("name")
+	c.bulkString(g.Name())
+	c.bulkString("last-delivered-id")
+	c.streamID(g.LastID)
+	c.entriesRead(g)
+	c.bulkString("lag")
+	c.lag(s, g)
+	c.bulkString("pel-count")
+	c.int(int64(g.PendingLen()))
+	c.bulkString("pending")
+	mark := len(c.out)
+	n := 0
+	g.PendingAscend(types.StreamID{}, func(p *types.PendingEntry, owner *types.StreamConsumer) bool {
+		if count != 0 && int64(n) >= count {
+			return false
+		}
+		c.array(4)
+		c.streamID(p.ID)
+		c.bulkString(owner.Name())
+		c.int(p.DeliveryTime)
+		c.int(int64(p.DeliveryCount))
+		n++
 		return true
 	})
+	c.setArrayLen(mark, n)
+	c.bulkString("consumers")
+	c.array(g.ConsumerCount())
+	g.Consumers(func(sc *types.StreamConsumer) bool {
+		c.xinfoConsumerFull(g, sc, count)
+		return true
+	})
+}
+
+// xinfoConsumerFull writes one consumer of XINFO STREAM FULL with up to
+// count of its pending entries (0: all).
+func (c *Client) xinfoConsumerFull(g *types.StreamGroup, sc *types.StreamConsumer, count int64) {
+	c.mapHeader(4)
+	c.bulkString("name")
+	c.bulkString(sc.Name())
+	c.bulkString("seen-time")
+	c.int(sc.SeenTime)
+	c.bulkString("pel-count")
+	c.int(int64(sc.PendingLen()))
+	c.bulkString("pending")
+	mark := len(c.out)
+	n := 0
+	sc.Pending(types.StreamID{}, func(id types.StreamID) bool {
+		if count != 0 && int64(n) >= count {
+			return false
+		}
+		p := g.Pending(id)
+		c.array(3)
+		c.streamID(id)
+		c.int(p.DeliveryTime)
+		c.int(int64(p.DeliveryCount))
+		n++
+		return true
+	})
+	c.setArrayLen(mark, n)
 }

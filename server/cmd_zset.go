@@ -889,21 +889,11 @@ func aggregate(agg int, acc, v float64) float64 {
 // zsetOpGeneric is ZUNION/ZINTER/ZDIFF[STORE] and ZINTERCARD; numIdx is the
 // index of numkeys.
 func zsetOpGeneric(c *Client, args [][]byte, numIdx int, dst []byte, op int, cardOnly bool) {
-	n, ok := parseInt(args[numIdx])
+	keys, ok := zsetOpKeys(c, args, numIdx)
 	if !ok {
-		c.errNotInteger()
 		return
 	}
-	if n < 1 {
-		c.err("ERR at least 1 input key is needed for '" + lower(args[0]) + "' command")
-		return
-	}
-	if n > int64(len(args)-numIdx-1) {
-		c.errSyntax()
-		return
-	}
-	keys := args[numIdx+1 : numIdx+1+int(n)]
-	srcs := make([]zsource, n)
+	srcs := make([]zsource, len(keys))
 	for i := range srcs {
 		srcs[i].weight = 1
 	}
@@ -915,6 +905,56 @@ func zsetOpGeneric(c *Client, args [][]byte, numIdx int, dst []byte, op int, car
 		set = c.lockKeys(keys)
 	}
 	defer c.unlock(set)
+	if !loadZSources(c, keys, srcs) {
+		return
+	}
+	opt, ok := parseZsetOpOptions(c, args, numIdx+1+len(keys), srcs, op, dst != nil, cardOnly)
+	if !ok {
+		return
+	}
+	var res []types.ZMember
+	switch op {
+	case zopUnion:
+		res = zsetUnion(srcs, opt.agg)
+	case zopInter:
+		if cardOnly {
+			c.int(zsetInterCard(srcs, opt.limit))
+			return
+		}
+		res = zsetInter(srcs, opt.agg)
+	case zopDiff:
+		res = zsetDiff(srcs)
+	}
+	sortZMembers(res)
+	if dst != nil {
+		c.storeZMembers(dst, res, [...]string{zopUnion: "zunionstore", zopInter: "zinterstore", zopDiff: "zdiffstore"}[op])
+		c.int(int64(len(res)))
+		return
+	}
+	c.replyZMembers(res, opt.withScores)
+}
+
+// zsetOpKeys parses numkeys at args[numIdx] and returns the keys after it.
+func zsetOpKeys(c *Client, args [][]byte, numIdx int) ([][]byte, bool) {
+	n, ok := parseInt(args[numIdx])
+	if !ok {
+		c.errNotInteger()
+		return nil, false
+	}
+	if n < 1 {
+		c.err("ERR at least 1 input key is needed for '" + lower(args[0]) + "' command")
+		return nil, false
+	}
+	if n > int64(len(args)-numIdx-1) {
+		c.errSyntax()
+		return nil, false
+	}
+	return args[numIdx+1 : numIdx+1+int(n)], true
+}
+
+// loadZSources fills srcs with the keys' sorted sets and sets (missing
+// keys stay empty); false after answering WRONGTYPE. The keys are locked.
+func loadZSources(c *Client, keys [][]byte, srcs []zsource) bool {
 	for i, k := range keys {
 		sh, h := c.srv.store.ShardOf(k)
 		e, found := sh.Lookup(c.db, h, k, now())
@@ -928,27 +968,42 @@ func zsetOpGeneric(c *Client, args [][]byte, numIdx int, dst []byte, op int, car
 			srcs[i].s = e.Obj().(*types.Set)
 		default:
 			c.errWrongType()
-			return
+			return false
 		}
 	}
-	agg, withScores := aggSum, false
-	limit := int64(0)
-	for j := numIdx + 1 + int(n); j < len(args); {
+	return true
+}
+
+// zsetOpOptions are the options after the keys of a set operation.
+type zsetOpOptions struct {
+	agg        int
+	withScores bool
+	limit      int64 // ZINTERCARD's LIMIT; 0: none
+}
+
+// parseZsetOpOptions reads the options from args[j:], setting the
+// sources' WEIGHTS; false after answering the error. Which options exist
+// depends on the command: WEIGHTS and AGGREGATE not for ZDIFF, WITHSCORES
+// not for the STORE forms, LIMIT only for ZINTERCARD.
+func parseZsetOpOptions(c *Client, args [][]byte, j int, srcs []zsource, op int, store, cardOnly bool) (zsetOpOptions, bool) {
+	opt := zsetOpOptions{agg: aggSum}
+	n := len(srcs)
+	for j < len(args) {
 		rem := len(args) - j
 		a := args[j]
 		switch {
-		case op != zopDiff && !cardOnly && rem >= int(n) && eq(a, "weights"):
+		case op != zopDiff && !cardOnly && rem >= n && eq(a, "weights"):
 			// Redis requires only numkeys arguments in total, WEIGHTS included.
 			j++
-			if len(args)-j < int(n) {
+			if len(args)-j < n {
 				c.errSyntax()
-				return
+				return opt, false
 			}
 			for i := range srcs {
 				w, ok := parseScore(args[j])
 				if !ok {
 					c.err("ERR weight value is not a float")
-					return
+					return opt, false
 				}
 				srcs[i].weight = w
 				j++
@@ -956,96 +1011,134 @@ func zsetOpGeneric(c *Client, args [][]byte, numIdx int, dst []byte, op int, car
 		case op != zopDiff && !cardOnly && rem >= 2 && eq(a, "aggregate"):
 			switch {
 			case eq(args[j+1], "sum"):
-				agg = aggSum
+				opt.agg = aggSum
 			case eq(args[j+1], "min"):
-				agg = aggMin
+				opt.agg = aggMin
 			case eq(args[j+1], "max"):
-				agg = aggMax
+				opt.agg = aggMax
 			default:
 				c.errSyntax()
-				return
+				return opt, false
 			}
 			j += 2
-		case dst == nil && !cardOnly && eq(a, "withscores"):
-			withScores = true
+		case !store && !cardOnly && eq(a, "withscores"):
+			opt.withScores = true
 			j++
 		case cardOnly && rem >= 2 && eq(a, "limit"):
 			v, ok := parseInt(args[j+1])
 			if !ok || v < 0 {
 				c.err("ERR LIMIT can't be negative")
-				return
+				return opt, false
 			}
-			limit = v
+			opt.limit = v
 			j += 2
 		default:
 			c.errSyntax()
-			return
+			return opt, false
 		}
 	}
-	weighted := func(src *zsource, s float64) float64 {
-		r := src.weight * s
-		if math.IsNaN(r) {
-			return 0
-		}
-		return r
+	return opt, true
+}
+
+// weighted is a member's score times the source's weight (NaN, from
+// inf times 0, counts as 0 as in Redis).
+func (src *zsource) weighted(s float64) float64 {
+	r := src.weight * s
+	if math.IsNaN(r) {
+		return 0
 	}
+	return r
+}
+
+// zsetUnion is ZUNION: every member of every source, scores aggregated,
+// in order of first appearance.
+func zsetUnion(srcs []zsource, agg int) []types.ZMember {
 	var res []types.ZMember
-	switch op {
-	case zopUnion:
-		idx := map[string]int{}
-		for i := range srcs {
-			src := &srcs[i]
-			src.iterate(func(m []byte, s float64) bool {
-				v := weighted(src, s)
-				if k, ok := idx[string(m)]; ok {
-					res[k].Score = aggregate(agg, res[k].Score, v)
-				} else {
-					idx[string(m)] = len(res)
-					res = append(res, types.ZMember{Member: append([]byte(nil), m...), Score: v})
-				}
-				return true
-			})
-		}
-	case zopInter:
-		order := make([]int, len(srcs))
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortStableFunc(order, func(a, b int) int { return srcs[a].len() - srcs[b].len() })
-		first := &srcs[order[0]]
-		count := int64(0)
-		first.iterate(func(m []byte, s float64) bool {
-			acc := weighted(first, s)
-			for _, i := range order[1:] {
-				o := &srcs[i]
-				os, ok := o.score(m)
-				if !ok {
-					return true
-				}
-				acc = aggregate(agg, acc, weighted(o, os))
+	idx := map[string]int{}
+	for i := range srcs {
+		src := &srcs[i]
+		src.iterate(func(m []byte, s float64) bool {
+			v := src.weighted(s)
+			if k, ok := idx[string(m)]; ok {
+				res[k].Score = aggregate(agg, res[k].Score, v)
+			} else {
+				idx[string(m)] = len(res)
+				res = append(res, types.ZMember{Member: append([]byte(nil), m...), Score: v})
 			}
-			count++
-			if cardOnly {
-				return limit == 0 || count < limit
-			}
-			res = append(res, types.ZMember{Member: append([]byte(nil), m...), Score: acc})
-			return true
-		})
-		if cardOnly {
-			c.int(count)
-			return
-		}
-	case zopDiff:
-		srcs[0].iterate(func(m []byte, s float64) bool {
-			for i := 1; i < len(srcs); i++ {
-				if _, ok := srcs[i].score(m); ok {
-					return true
-				}
-			}
-			res = append(res, types.ZMember{Member: append([]byte(nil), m...), Score: s})
 			return true
 		})
 	}
+	return res
+}
+
+// bySize returns the indexes of srcs, smallest source first (stable),
+// the order ZINTER walks them in.
+func bySize(srcs []zsource) []int {
+	order := make([]int, len(srcs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return srcs[a].len() - srcs[b].len() })
+	return order
+}
+
+// eachInter calls fn with each member of the smallest source that is in
+// every source, and its aggregated score, until fn returns false.
+func eachInter(srcs []zsource, agg int, fn func(m []byte, score float64) bool) {
+	order := bySize(srcs)
+	first := &srcs[order[0]]
+	first.iterate(func(m []byte, s float64) bool {
+		acc := first.weighted(s)
+		for _, i := range order[1:] {
+			o := &srcs[i]
+			os, ok := o.score(m)
+			if !ok {
+				return true
+			}
+			acc = aggregate(agg, acc, o.weighted(os))
+		}
+		return fn(m, acc)
+	})
+}
+
+// zsetInter is ZINTER: the members in every source, scores aggregated.
+func zsetInter(srcs []zsource, agg int) []types.ZMember {
+	var res []types.ZMember
+	eachInter(srcs, agg, func(m []byte, score float64) bool {
+		res = append(res, types.ZMember{Member: append([]byte(nil), m...), Score: score})
+		return true
+	})
+	return res
+}
+
+// zsetInterCard is ZINTERCARD: how many members are in every source,
+// counting stopped at limit (0: no limit).
+func zsetInterCard(srcs []zsource, limit int64) int64 {
+	count := int64(0)
+	eachInter(srcs, aggSum, func([]byte, float64) bool {
+		count++
+		return limit == 0 || count < limit
+	})
+	return count
+}
+
+// zsetDiff is ZDIFF: the members of the first source in no other.
+func zsetDiff(srcs []zsource) []types.ZMember {
+	var res []types.ZMember
+	srcs[0].iterate(func(m []byte, s float64) bool {
+		for i := 1; i < len(srcs); i++ {
+			if _, ok := srcs[i].score(m); ok {
+				return true
+			}
+		}
+		res = append(res, types.ZMember{Member: append([]byte(nil), m...), Score: s})
+		return true
+	})
+	return res
+}
+
+// sortZMembers orders by score, then member bytes (a sorted set's order).
+func sortZMembers(res []types.ZMember) {
 	slices.SortFunc(res, func(a, b types.ZMember) int {
 		switch {
 		case a.Score < b.Score:
@@ -1055,12 +1148,6 @@ func zsetOpGeneric(c *Client, args [][]byte, numIdx int, dst []byte, op int, car
 		}
 		return bytes.Compare(a.Member, b.Member)
 	})
-	if dst != nil {
-		c.storeZMembers(dst, res, [...]string{zopUnion: "zunionstore", zopInter: "zinterstore", zopDiff: "zdiffstore"}[op])
-		c.int(int64(len(res)))
-		return
-	}
-	c.replyZMembers(res, withScores)
 }
 
 func cmdZScan(c *Client, args [][]byte) {

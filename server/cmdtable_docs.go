@@ -383,7 +383,7 @@ var cmdSummaries = map[string]string{
 	"cluster|countkeysinslot": "Count the keys stored here in a slot",
 	"cluster|getkeysinslot":   "List up to some keys stored here in a slot",
 	"cluster|reset":           "Forget the topology (a primary must be empty)",
-	"cluster|import":          "Mark a slot as being imported by a migration link",
+	"cluster|import":          "Mark a slot or a slot range as being imported by a migration link",
 	"clusterx":                "Receive topology and slot moves from the control plane",
 	"readonly":                "Let this connection read from a replica of the slot's owner",
 	"readwrite":               "Stop reading from replicas on this connection",

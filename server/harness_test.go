@@ -2,18 +2,17 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/damselflydb/damselfly/internal/redistest"
 	"github.com/damselflydb/damselfly/resp"
 	"github.com/redis/go-redis/v9"
 )
@@ -167,33 +166,8 @@ func TestScriptsAgainstRedis(t *testing.T) {
 // startRedis starts Debian's redis-server on a free port, or skips.
 func startRedis(t testing.TB, extra ...string) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed (apt-get install -y redis-server); skipping the comparison with real Redis")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	args := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", t.TempDir()}, extra...)
-	cmd := exec.Command(bin, args...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for i := 0; i < 100; i++ {
-		if nc, err := net.Dial("tcp", addr); err == nil {
-			nc.Close()
-			return addr
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("redis-server did not start")
-	return ""
+	args := append([]string{"--save", "", "--appendonly", "no", "--dir", t.TempDir()}, extra...)
+	return redistest.Start(t, "", args...).Addr
 }
 
 func runScript(t *testing.T, path, addr string) {

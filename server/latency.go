@@ -15,8 +15,8 @@ package server
 // Samples are added under a mutex, only for events over the threshold.
 
 import (
-	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -199,7 +199,7 @@ func cmdLatency(c *Client, args [][]byte) {
 	case sub == "histogram":
 		c.latencyHistogram(args[2:])
 	default:
-		c.err("ERR unknown subcommand or wrong number of arguments for '" + sanitize(args[1], 128) + "'. Try LATENCY HELP.")
+		c.subcommandSyntaxError(args)
 	}
 }
 
@@ -405,12 +405,9 @@ func latencyParams(m map[string]configParam) {
 	m["latency-monitor-threshold"] = configParam{
 		get: func(s *Server) string { return strconv.FormatInt(s.obs.latency.threshold.Load(), 10) },
 		set: func(s *Server, v string) error {
-			n, ok := parseInt([]byte(v))
-			if !ok {
-				return errors.New("argument couldn't be parsed into an integer")
-			}
-			if n < 0 {
-				return errors.New("argument must be between 0 and 9223372036854775807 inclusive")
+			n, err := parseConfigInt(v, 0, math.MaxInt64)
+			if err != nil {
+				return err
 			}
 			s.obs.latency.threshold.Store(n)
 			return nil

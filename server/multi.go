@@ -78,7 +78,7 @@ type journalRec struct {
 // subscriber may not run and queues commands inside MULTI. True means the
 // command was handled.
 func (c *Client) intercept(cmd *command, args [][]byte) bool {
-	if c.sess.subs.total.Load() > 0 && c.rejectInPubSub(cmd, args) {
+	if c.sess.subs.Subscribed() && c.rejectInPubSub(cmd, args) {
 		c.txFlag()
 		return true
 	}

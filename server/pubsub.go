@@ -4,11 +4,14 @@ package server
 // SPUBLISH and PUBSUB.
 //
 // Design and invariants:
-//   - The registry (pubsubRegistry) maps channels, patterns and shard
-//     channels to their subscribed clients under its own RWMutex; PUBLISH
-//     takes it shared, (un)subscribing takes it exclusively. It never takes a
-//     shard lock, so PUBLISH from a script or EXEC (which hold shard locks)
-//     cannot deadlock.
+//   - The registry is package pubsub's (its doc has the invariants): it
+//     maps channels, patterns and shard channels to subscribers under its
+//     own RWMutex and never takes a shard lock, so PUBLISH from a script or
+//     EXEC (which hold shard locks) cannot deadlock. This file keeps the
+//     connection side: confirmations and message frames (RESP2 arrays or
+//     RESP3 pushes), the outbound queue and the output limits. Everything
+//     that publishes (PUBLISH, SPUBLISH, scripts, keyspace notifications)
+//     goes through Server.publish.
 //   - A connection normally writes its replies itself, synchronously. The
 //     first time it subscribes it switches to an outbound queue (outQueue)
 //     drained by a writer goroutine of its own; from then on both its command
@@ -25,7 +28,6 @@ package server
 
 import (
 	"errors"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +35,8 @@ import (
 	"time"
 
 	"github.com/tidwall/redcon"
+
+	"github.com/damselflydb/damselfly/pubsub"
 )
 
 func registerPubSub(reg registrar) {
@@ -53,12 +57,12 @@ func registerPubSub(reg registrar) {
 	reg("pubsub|help", 2, "loading|stale", 0, 0, 0, "pubsub", cmdPubSub)
 }
 
-type subKind int
+type subKind = pubsub.Kind
 
 const (
-	kindChannel subKind = iota
-	kindPattern
-	kindShard
+	kindChannel = pubsub.Channel
+	kindPattern = pubsub.Pattern
+	kindShard   = pubsub.Shard
 )
 
 var (
@@ -66,144 +70,50 @@ var (
 	unsubVerb = [3]string{"unsubscribe", "punsubscribe", "sunsubscribe"}
 )
 
-// pubsubRegistry holds every subscription of the server.
-type pubsubRegistry struct {
-	mu   sync.RWMutex
-	subs [3]map[string]map[*Client]struct{} // by kind: name -> subscribers
-}
+// pubsubRegistry holds every subscription of the server (package pubsub).
+type pubsubRegistry = pubsub.Registry[*Client]
 
-func newPubSubRegistry() *pubsubRegistry {
-	r := &pubsubRegistry{}
-	for i := range r.subs {
-		r.subs[i] = map[string]map[*Client]struct{}{}
-	}
-	return r
-}
+func newPubSubRegistry() *pubsubRegistry { return pubsub.NewRegistry[*Client]() }
 
-// clientSubs is a connection's own view of its subscriptions (touched by
-// its goroutine only, under the registry lock when changed).
-type clientSubs struct {
-	names [3]map[string]struct{}
-	total atomic.Int32    // all kinds
-	kinds [3]atomic.Int32 // by kind; read by CLIENT LIST
-}
-
-func (cs *clientSubs) count(k subKind) int { return len(cs.names[k]) }
+// clientSubs is a connection's subscriptions, embedded in its session;
+// its Owner is set on the first subscription.
+type clientSubs = pubsub.Subscriber[*Client]
 
 // subscribed reports whether the connection is in Pub/Sub mode.
-func (c *Client) subscribed() bool { return c.sess.subs.total.Load() > 0 }
-
-// replyCount is the count Redis puts in (un)subscribe confirmations.
-func (c *Client) replyCount(k subKind) int64 {
-	if k == kindShard {
-		return int64(c.sess.subs.count(kindShard))
-	}
-	return int64(c.sess.subs.count(kindChannel) + c.sess.subs.count(kindPattern))
-}
+func (c *Client) subscribed() bool { return c.sess.subs.Subscribed() }
 
 func (c *Client) subscribe(k subKind, names [][]byte) {
 	c.startAsync()
-	r := c.srv.pubsub
-	cs := &c.sess.subs
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, n := range names {
-		name := string(n)
-		if cs.names[k] == nil {
-			cs.names[k] = map[string]struct{}{}
-		}
-		if _, ok := cs.names[k][name]; !ok {
-			cs.names[k][name] = struct{}{}
-			cs.total.Add(1)
-			cs.kinds[k].Add(1)
-			set := r.subs[k][name]
-			if set == nil {
-				set = map[*Client]struct{}{}
-				r.subs[k][name] = set
-			}
-			set[c] = struct{}{}
-		}
-		c.pushHeader(3)
-		c.bulkString(subVerb[k])
-		c.bulk(n)
-		c.int(c.replyCount(k))
-		c.flushToQueue()
+	if c.sess.subs.Owner == nil {
+		c.sess.subs.Owner = c
 	}
+	c.srv.pubsub.Subscribe(&c.sess.subs, k, names, func(name []byte, count int) {
+		c.pubsubConfirm(subVerb[k], name, count)
+	})
 }
 
 func (c *Client) unsubscribe(k subKind, names [][]byte) {
-	r := c.srv.pubsub
-	cs := &c.sess.subs
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(names) == 0 {
-		all := make([]string, 0, len(cs.names[k]))
-		for n := range cs.names[k] {
-			all = append(all, n)
-		}
-		if len(all) == 0 {
-			c.pushHeader(3)
-			c.bulkString(unsubVerb[k])
-			c.null()
-			c.int(c.replyCount(k))
-			c.flushToQueue()
-			return
-		}
-		for _, n := range all {
-			c.unsubscribeLocked(k, n)
-		}
-		return
-	}
-	for _, n := range names {
-		c.unsubscribeLocked(k, string(n))
-	}
+	c.srv.pubsub.Unsubscribe(&c.sess.subs, k, names, func(name []byte, count int) {
+		c.pubsubConfirm(unsubVerb[k], name, count)
+	})
 }
 
-// unsubscribeLocked drops one subscription and queues its confirmation;
-// the registry is held exclusively.
-func (c *Client) unsubscribeLocked(k subKind, name string) {
-	r := c.srv.pubsub
-	cs := &c.sess.subs
-	if _, ok := cs.names[k][name]; ok {
-		delete(cs.names[k], name)
-		cs.total.Add(-1)
-		cs.kinds[k].Add(-1)
-		if set := r.subs[k][name]; set != nil {
-			delete(set, c)
-			if len(set) == 0 {
-				delete(r.subs[k], name)
-			}
-		}
-	}
+// pubsubConfirm queues an (un)subscribe confirmation (the registry is
+// held, so it precedes every message on name); a nil name is a null.
+func (c *Client) pubsubConfirm(verb string, name []byte, count int) {
 	c.pushHeader(3)
-	c.bulkString(unsubVerb[k])
-	c.bulkString(name)
-	c.int(c.replyCount(k))
+	c.bulkString(verb)
+	if name == nil {
+		c.null()
+	} else {
+		c.bulk(name)
+	}
+	c.int(int64(count))
 	c.flushToQueue()
 }
 
 // unsubscribeAll drops every subscription silently (disconnect, RESET).
-func (c *Client) unsubscribeAll() {
-	if c.sess.subs.total.Load() == 0 {
-		return
-	}
-	r := c.srv.pubsub
-	r.mu.Lock()
-	for k := range c.sess.subs.names {
-		for name := range c.sess.subs.names[k] {
-			if set := r.subs[k][name]; set != nil {
-				delete(set, c)
-				if len(set) == 0 {
-					delete(r.subs[k], name)
-				}
-			}
-		}
-		c.sess.subs.names[k] = nil
-		c.sess.subs.kinds[k].Store(0)
-	}
-	c.sess.subs.total.Store(0)
-	r.mu.Unlock()
-}
+func (c *Client) unsubscribeAll() { c.srv.pubsub.UnsubscribeAll(&c.sess.subs) }
 
 func cmdPublish(c *Client, args [][]byte) {
 	c.int(c.srv.publish(c, kindChannel, args[1], args[2]))
@@ -213,57 +123,46 @@ func cmdSPublish(c *Client, args [][]byte) {
 	c.int(c.srv.publish(c, kindShard, args[1], args[2]))
 }
 
+// pushFrames encodes one message for each protocol on first use, so a
+// fan-out encodes it at most twice.
+type pushFrames struct {
+	verb         string
+	pattern      []byte // nil: not a pattern message
+	channel, msg []byte
+	frames       [2][]byte // RESP2, RESP3
+}
+
+func (f *pushFrames) frame(proto int) []byte {
+	i := 0
+	if proto == 3 {
+		i = 1
+	}
+	if f.frames[i] == nil {
+		f.frames[i] = appendPush(nil, proto, f.verb, f.pattern, f.channel, f.msg)
+	}
+	return f.frames[i]
+}
+
 // publish delivers msg to the subscribers of channel (and, for ordinary
 // channels, to matching patterns) and returns how many received it. from is
 // the publishing client (nil when the server publishes).
 func (s *Server) publish(from *Client, k subKind, channel, msg []byte) int64 {
-	r := s.pubsub
-	var n int64
-	verb := "message"
+	direct := pushFrames{verb: "message", channel: channel, msg: msg}
 	if k == kindShard {
-		verb = "smessage"
+		direct.verb = "smessage"
 	}
-	var frames [2][]byte // by protocol: RESP2, RESP3
-	frame := func(proto int) []byte {
-		i := 0
-		if proto == 3 {
-			i = 1
+	var byPattern pushFrames // the current pattern's frames: deliveries come pattern by pattern
+	n := s.pubsub.Publish(k, channel, func(sub *clientSubs, pattern []byte) {
+		if pattern == nil {
+			sub.Owner.deliver(from, &direct)
+			return
 		}
-		if frames[i] == nil {
-			frames[i] = appendPush(nil, proto, verb, nil, channel, msg)
+		if byPattern.pattern == nil || string(byPattern.pattern) != string(pattern) {
+			byPattern = pushFrames{verb: "pmessage", pattern: pattern, channel: channel, msg: msg}
 		}
-		return frames[i]
-	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	for t := range r.subs[k][string(channel)] {
-		t.deliver(from, frame)
-		n++
-	}
-	if k != kindChannel {
-		return n
-	}
-	for pat, set := range r.subs[kindPattern] {
-		if !globMatch([]byte(pat), channel, false) {
-			continue
-		}
-		var pf [2][]byte
-		pframe := func(proto int) []byte {
-			i := 0
-			if proto == 3 {
-				i = 1
-			}
-			if pf[i] == nil {
-				pf[i] = appendPush(nil, proto, "pmessage", []byte(pat), channel, msg)
-			}
-			return pf[i]
-		}
-		for t := range set {
-			t.deliver(from, pframe)
-			n++
-		}
-	}
-	return n
+		sub.Owner.deliver(from, &byPattern)
+	})
+	return int64(n)
 }
 
 // appendPush encodes a message push: [verb, pattern?, channel, msg].
@@ -288,23 +187,22 @@ func appendPush(b []byte, proto int, verb string, pattern, channel, msg []byte) 
 }
 
 // deliver hands a message to subscriber t (registry held shared).
-func (t *Client) deliver(from *Client, frame func(proto int) []byte) {
+func (t *Client) deliver(from *Client, f *pushFrames) {
 	if t == from && !t.sess.inScript {
 		// Our own goroutine: keep the order of our replies.
-		t.out = append(t.out, frame(t.proto)...)
+		t.out = append(t.out, f.frame(t.proto)...)
 		return
 	}
 	q := t.sess.outq
 	if q == nil {
 		return
 	}
-	q.push(t, frame(int(q.proto.Load())))
+	q.push(t, f.frame(int(q.proto.Load())))
 }
 
 func cmdPubSub(c *Client, args [][]byte) {
 	sub := lower(args[1])
 	r := c.srv.pubsub
-	wrongArgs := func() { c.err("ERR wrong number of arguments for 'pubsub|" + sub + "' command") }
 	switch sub {
 	case "channels", "shardchannels":
 		if len(args) > 3 {
@@ -319,15 +217,7 @@ func cmdPubSub(c *Client, args [][]byte) {
 		if len(args) == 3 {
 			pat = args[2]
 		}
-		r.mu.RLock()
-		var names []string
-		for name := range r.subs[k] {
-			if pat == nil || globMatch(pat, []byte(name), false) {
-				names = append(names, name)
-			}
-		}
-		r.mu.RUnlock()
-		sort.Strings(names)
+		names := r.Channels(k, pat)
 		c.array(len(names))
 		for _, n := range names {
 			c.bulkString(n)
@@ -337,54 +227,51 @@ func cmdPubSub(c *Client, args [][]byte) {
 		if sub == "shardnumsub" {
 			k = kindShard
 		}
-		r.mu.RLock()
 		c.mapHeader(len(args) - 2)
 		for _, ch := range args[2:] {
 			c.bulk(ch)
-			c.int(int64(len(r.subs[k][string(ch)])))
+			c.int(int64(r.NumSub(k, ch)))
 		}
-		r.mu.RUnlock()
 	case "numpat":
 		if len(args) != 2 {
-			wrongArgs()
+			c.err("ERR wrong number of arguments for 'pubsub|" + sub + "' command")
 			return
 		}
-		r.mu.RLock()
-		n := len(r.subs[kindPattern])
-		r.mu.RUnlock()
-		c.int(int64(n))
+		c.int(int64(r.NumPat()))
 	case "help":
-		lines := []string{
-			"PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-			"CHANNELS [<pattern>]",
-			"    Return the currently active channels matching a <pattern> (default: '*').",
-			"NUMPAT",
-			"    Return number of subscriptions to patterns.",
-			"NUMSUB [<channel> ...]",
-			"    Return the number of subscribers for the specified channels, excluding",
-			"    pattern subscriptions(default: no channels).",
-			"SHARDCHANNELS [<pattern>]",
-			"    Return the currently active shard level channels matching a <pattern> (default: '*').",
-			"SHARDNUMSUB [<shardchannel> ...]",
-			"    Return the number of subscribers for the specified shard level channel(s)",
-			"HELP",
-			"    Prints this help.",
-		}
-		c.array(len(lines))
-		for _, l := range lines {
-			c.simple(l)
-		}
+		c.pubsubHelp()
 	default:
 		c.err("ERR unknown subcommand '" + sanitize(args[1], 128) + "'. Try PUBSUB HELP.")
 	}
 }
 
+func (c *Client) pubsubHelp() {
+	lines := []string{
+		"PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"CHANNELS [<pattern>]",
+		"    Return the currently active channels matching a <pattern> (default: '*').",
+		"NUMPAT",
+		"    Return number of subscriptions to patterns.",
+		"NUMSUB [<channel> ...]",
+		"    Return the number of subscribers for the specified channels, excluding",
+		"    pattern subscriptions(default: no channels).",
+		"SHARDCHANNELS [<pattern>]",
+		"    Return the currently active shard level channels matching a <pattern> (default: '*').",
+		"SHARDNUMSUB [<shardchannel> ...]",
+		"    Return the number of subscribers for the specified shard level channel(s)",
+		"HELP",
+		"    Prints this help.",
+	}
+	c.array(len(lines))
+	for _, l := range lines {
+		c.simple(l)
+	}
+}
+
 // pubsubCounts reports the INFO fields pubsub_channels and pubsub_patterns.
 func (s *Server) pubsubCounts() (channels, patterns int) {
-	r := s.pubsub
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return len(r.subs[kindChannel]), len(r.subs[kindPattern])
+	channels, patterns, _ = s.pubsub.Counts()
+	return channels, patterns
 }
 
 // rejectInPubSub answers a command a RESP2 subscriber may not run.

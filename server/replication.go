@@ -35,6 +35,7 @@ func (s *Server) initReplication(cfg Config) {
 		ListenPort: s.replListenPort,
 		Dial:       s.replDial,
 		MasterAuth: cfg.MasterAuth,
+		MasterUser: cfg.MasterUser,
 		OutputLimits: func() *replication.OutputLimits {
 			l := s.outLimits.Load().replica.forReplication()
 			return &l

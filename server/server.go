@@ -124,6 +124,9 @@ type Config struct {
 	// Cluster (cluster.go): ClusterMode is --cluster-mode, "no" (also ""),
 	// "yes" (topology from a control plane) or "emulated".
 	ClusterMode string
+	// MasterUser is masteruser, the ACL user the replication handshake
+	// authenticates as with MasterAuth (masterauth.go).
+	MasterUser string
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -274,7 +277,7 @@ func New(cfg Config) *Server {
 	s.evict.pools = make([]evictPool, len(s.store.Shards()))
 	s.cfg.protoMaxBulkLen.Store(defaultMaxBulkBytes)
 	s.cfg.protectedMode.Store(cfg.ProtectedMode)
-	s.cfg.params = map[string]string{}
+	s.cfg.params = map[string]string{"masterauth": cfg.MasterAuth, "masteruser": cfg.MasterUser}
 	s.persist.init(s.started)
 	s.initDBFormat(cfg)
 	s.pubsub = newPubSubRegistry()
@@ -392,7 +395,8 @@ func (s *Server) newMemcache(cfg Config) *memcache.Server {
 	return memcache.New(s.store, memcache.Config{MaxItemSize: cfg.MaxItemSize, Logger: s.log,
 		Journal: s.commitMemcached, Loops: s.loops, Admit: s.admitWrite,
 		MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load,
-		Accept: s.admitMemcached, Busy: func() bool { return s.scripts.busy.Load() != nil }})
+		Accept: s.admitMemcached, Busy: func() bool { return s.scripts.busy.Load() != nil },
+		Route: s.memcacheRoute()}) // cluster_memcache.go
 }
 
 // MemcachedAddr is the address of the memcached listener ("" when off).

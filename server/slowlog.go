@@ -9,7 +9,7 @@ package server
 // mutex the fast path never takes (cmdDone reads one atomic).
 
 import (
-	"errors"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -148,7 +148,7 @@ func cmdSlowlog(c *Client, args [][]byte) {
 			c.bulkString(e.name)
 		}
 	default:
-		c.err("ERR unknown subcommand or wrong number of arguments for '" + sanitize(args[1], 128) + "'. Try SLOWLOG HELP.")
+		c.subcommandSyntaxError(args)
 	}
 }
 
@@ -156,12 +156,9 @@ func slowlogParams(m map[string]configParam) {
 	m["slowlog-log-slower-than"] = configParam{
 		get: func(s *Server) string { return strconv.FormatInt(s.obs.slow.threshold.Load(), 10) },
 		set: func(s *Server, v string) error {
-			n, ok := parseInt([]byte(v))
-			if !ok {
-				return errors.New("argument couldn't be parsed into an integer")
-			}
-			if n < -1 {
-				return errors.New("argument must be between -1 and 9223372036854775807 inclusive")
+			n, err := parseConfigInt(v, -1, math.MaxInt64)
+			if err != nil {
+				return err
 			}
 			s.obs.slow.threshold.Store(n)
 			return nil
@@ -170,12 +167,9 @@ func slowlogParams(m map[string]configParam) {
 	m["slowlog-max-len"] = configParam{
 		get: func(s *Server) string { return strconv.FormatInt(s.obs.slow.maxLen.Load(), 10) },
 		set: func(s *Server, v string) error {
-			n, ok := parseInt([]byte(v))
-			if !ok {
-				return errors.New("argument couldn't be parsed into an integer")
-			}
-			if n < 0 {
-				return errors.New("argument must be between 0 and 9223372036854775807 inclusive")
+			n, err := parseConfigInt(v, 0, math.MaxInt64)
+			if err != nil {
+				return err
 			}
 			l := &s.obs.slow
 			l.mu.Lock()
@@ -220,7 +214,8 @@ func redactArgs(cmd *command, args [][]byte) [][]byte {
 		hide = func(i int) bool { return set[i] }
 	case "config|set":
 		hide = func(i int) bool {
-			return i >= 3 && i%2 == 1 && (eq(args[i-1], "requirepass") || eq(args[i-1], "masterauth") || eq(args[i-1], "masteruser"))
+			return i >= 3 && i%2 == 1 && (eq(args[i-1], "requirepass") || eq(args[i-1], "masterauth") || eq(args[i-1], "masteruser") ||
+				eq(args[i-1], "tls-key-file-pass") || eq(args[i-1], "tls-client-key-file-pass"))
 		}
 	default:
 		return args

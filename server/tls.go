@@ -62,6 +62,9 @@ type TLSConfig struct {
 	// ClientCertFile and ClientKeyFile are given.
 	CertFile, KeyFile             string
 	ClientCertFile, ClientKeyFile string
+	// KeyFilePass and ClientKeyFilePass decrypt encrypted keys
+	// (tls-key-file-pass, tls-client-key-file-pass).
+	KeyFilePass, ClientKeyFilePass string
 	// CACertFile and CACertDir hold the CA certificates that client (and
 	// primary) certificates are checked against.
 	CACertFile, CACertDir string
@@ -89,6 +92,7 @@ type tlsSettings struct {
 	port                          int
 	certFile, keyFile             string
 	clientCertFile, clientKeyFile string
+	keyPass, clientKeyPass        string // tls-key-file-pass, tls-client-key-file-pass (tlskey.go)
 	caFile, caDir                 string
 	authClients, protocols        string
 	ciphers, cipherSuites         string
@@ -121,6 +125,7 @@ func (s *Server) initTLS(cfg TLSConfig) {
 	t := &s.tls
 	t.cur = tlsSettings{port: cfg.Port, certFile: cfg.CertFile, keyFile: cfg.KeyFile,
 		clientCertFile: cfg.ClientCertFile, clientKeyFile: cfg.ClientKeyFile,
+		keyPass: cfg.KeyFilePass, clientKeyPass: cfg.ClientKeyFilePass,
 		caFile: cfg.CACertFile, caDir: cfg.CACertDir, authClients: strings.ToLower(cfg.AuthClients),
 		protocols: cfg.Protocols, ciphers: cfg.Ciphers, cipherSuites: cfg.CipherSuites,
 		replication: cfg.Replication, sessionCaching: true}
@@ -397,13 +402,13 @@ func buildTLS(st tlsSettings) (srv, cli *tls.Config, err error) {
 	if st.certFile == "" || st.keyFile == "" {
 		return nil, nil, errors.New("tls-cert-file and tls-key-file must be set")
 	}
-	cert, err := tls.LoadX509KeyPair(st.certFile, st.keyFile)
+	cert, err := loadKeyPair(st.certFile, st.keyFile, st.keyPass)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tls-cert-file/tls-key-file: %w", err)
 	}
 	clientCert := cert
 	if st.clientCertFile != "" || st.clientKeyFile != "" {
-		if clientCert, err = tls.LoadX509KeyPair(st.clientCertFile, st.clientKeyFile); err != nil {
+		if clientCert, err = loadKeyPair(st.clientCertFile, st.clientKeyFile, st.clientKeyPass); err != nil {
 			return nil, nil, fmt.Errorf("tls-client-cert-file/tls-client-key-file: %w", err)
 		}
 	}
@@ -651,6 +656,8 @@ func tlsParams(m map[string]configParam) {
 	str("tls-key-file", func(t *tlsSettings) *string { return &t.keyFile }, nil)
 	str("tls-client-cert-file", func(t *tlsSettings) *string { return &t.clientCertFile }, nil)
 	str("tls-client-key-file", func(t *tlsSettings) *string { return &t.clientKeyFile }, nil)
+	str("tls-key-file-pass", func(t *tlsSettings) *string { return &t.keyPass }, nil)
+	str("tls-client-key-file-pass", func(t *tlsSettings) *string { return &t.clientKeyPass }, nil)
 	str("tls-ca-cert-file", func(t *tlsSettings) *string { return &t.caFile }, nil)
 	str("tls-ca-cert-dir", func(t *tlsSettings) *string { return &t.caDir }, nil)
 	str("tls-protocols", func(t *tlsSettings) *string { return &t.protocols }, nil)

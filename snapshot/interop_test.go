@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/damselflydb/damselfly/internal/redistest"
 	"github.com/damselflydb/damselfly/shard"
 	"github.com/damselflydb/damselfly/shard/types"
 	"github.com/damselflydb/damselfly/snapshot/rdb"
@@ -30,44 +30,15 @@ func needTools(t *testing.T, tools ...string) {
 	}
 }
 
-// freePort returns a free port in 7200-7299 (the range reserved for this
-// work's servers).
-func freePort(t *testing.T) int {
-	for p := 7200 + int(time.Now().UnixNano()%50); p < 7300; p++ {
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err == nil {
-			l.Close()
-			return p
-		}
-	}
-	t.Fatal("no free port in 7200-7299")
-	return 0
-}
-
 // startRedis runs redis-server on dir/dump.rdb and returns a client.
 func startRedis(t *testing.T, dir string) *redis.Client {
 	t.Helper()
-	port := freePort(t)
 	logf := filepath.Join(dir, "redis.log")
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+	rs := redistest.Start(t, "", "--dir", dir,
 		"--dbfilename", "dump.rdb", "--save", "", "--appendonly", "no", "--logfile", logf)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-	rc := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), PoolSize: 4, Protocol: 2})
+	rc := redis.NewClient(&redis.Options{Addr: rs.Addr, PoolSize: 4, Protocol: 2})
 	t.Cleanup(func() { rc.Close() })
-	ctx := context.Background()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(30 * time.Millisecond) {
-		if err := rc.Ping(ctx).Err(); err == nil {
-			return rc
-		} else if strings.Contains(err.Error(), "LOADING") {
-			continue
-		}
-	}
-	log, _ := os.ReadFile(logf)
-	t.Fatalf("redis-server did not start:\n%s", log)
-	return nil
+	return rc
 }
 
 // redisContents reads every key of every database of a redis-server into

@@ -12,9 +12,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -51,16 +54,20 @@ func main() {
 	keys := flag.Int("keys", 1000000, "keys on the source before the migration")
 	writers := flag.Int("writers", 50, "writing clients during the migration")
 	slots := flag.String("slots", "0-8191", "slots to move")
+	profile := flag.String("profile", "", "write CPU profiles of the source and target during the migration's first -profile-seconds to this directory")
+	profSecs := flag.Int("profile-seconds", 20, "length of the CPU profiles")
 	flag.Parse()
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "clustermigrate")
 	defer os.RemoveAll(dir)
 	ports := []int{freePort(), freePort()}
+	admin := []int{freePort(), freePort()}
 	ids := []string{strings.Repeat("a", 40), strings.Repeat("b", 40)}
 	var procs []*exec.Cmd
 	for i, p := range ports {
 		cmd := exec.Command(*bin, "--port", strconv.Itoa(p), "--bind", "127.0.0.1", "--cluster-mode", "yes", "--save", "",
-			"--dir", dir, "--dbfilename", fmt.Sprintf("d%d.rdb", i), "--enable-debug-command", "yes", "--loglevel", "warning")
+			"--dir", dir, "--dbfilename", fmt.Sprintf("d%d.rdb", i), "--enable-debug-command", "yes", "--loglevel", "warning",
+			"--admin-port", strconv.Itoa(admin[i]), "--admin-bind", "127.0.0.1", "--admin-pprof")
 		cmd.Stderr = os.Stderr
 		if err := cmd.Start(); err != nil {
 			panic(err)
@@ -88,12 +95,33 @@ func main() {
 	must(cl[0].Do(ctx, "DEBUG", "POPULATE", *keys).Err())
 	memBefore := []string{infoField(ctx, cl[0], "memory", "used_memory"), infoField(ctx, cl[1], "memory", "used_memory")}
 
+	// MaxRetries -1: the node clients do not resend a command whose
+	// connection failed (an INCR might then run twice unseen); the cluster
+	// client still may, so a hook sees every attempt and marks a counter
+	// whose INCR attempt failed on the network as uncertain.
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{cl[0].Options().Addr}, MaxRedirects: 16, PoolSize: *writers + 4,
-		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
+		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, MaxRetries: -1,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
 	var acked sync.Map // key -> value (SET) or count (INCR counters)
 	var incrs [64]atomic.Int64
-	var uncertain [64]atomic.Bool // an INCR failed other than by TRYAGAIN/MOVED: it may have run
+	var uncertain [64]atomic.Bool // an INCR attempt failed other than by TRYAGAIN/MOVED: it may have run
+	var netErrs atomic.Int64
+	cc.OnNewNode(func(rdb *redis.Client) {
+		rdb.AddHook(attemptHook{fn: func(cmd redis.Cmder, err error) {
+			var re redis.Error
+			if err == nil || errors.As(err, &re) {
+				return
+			}
+			if netErrs.Add(1) <= 5 {
+				fmt.Fprintln(os.Stderr, "attempt failed:", cmd.Name(), err)
+			}
+			if cmd.Name() == "incr" {
+				if c, err := strconv.Atoi(strings.TrimPrefix(fmt.Sprint(cmd.Args()[1]), "counter:")); err == nil {
+					uncertain[c].Store(true)
+				}
+			}
+		}})
+	})
 	var writes, retries atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -133,11 +161,24 @@ func main() {
 	}
 	time.Sleep(time.Second)
 	start := time.Now()
+	var profs sync.WaitGroup
+	if *profile != "" {
+		for i, name := range []string{"source", "target"} {
+			profs.Add(1)
+			go func(port int, name string) {
+				defer profs.Done()
+				fetchProfile(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", port, *profSecs), *profile+"/"+name+".pprof")
+			}(admin[i], name)
+		}
+	}
 	must(cl[0].Do(ctx, "CLUSTERX", "MIGRATE", *slots, ids[1]).Err())
 	var peakSrc, peakDst int64
-	for {
+	for poll := 0; ; poll++ {
 		s := infoField(ctx, cl[0], "cluster", "migrating_state")
 		for i, p := range []*int64{&peakSrc, &peakDst} {
+			if poll%5 != 0 && s == "start" {
+				break // INFO memory every 250 ms only: it is not free
+			}
 			if v, _ := strconv.ParseInt(infoField(ctx, cl[i], "memory", "used_memory"), 10, 64); v > *p {
 				*p = v
 			}
@@ -151,6 +192,7 @@ func main() {
 		time.Sleep(50 * time.Millisecond)
 	}
 	took := time.Since(start)
+	profs.Wait()
 	for _, c := range cl {
 		must(c.Do(ctx, "CLUSTERX", "SETSLOT", *slots, "NODE", ids[1], 2).Err())
 	}
@@ -183,10 +225,48 @@ func main() {
 	fmt.Printf("keys %d, writers %d, slots %s\n", *keys, *writers, *slots)
 	fmt.Printf("migration: %.1f s; longest write pause %s µs; writes during the run %d (%d retried on TRYAGAIN/MOVED)\n",
 		took.Seconds(), infoField(ctx, cl[0], "cluster", "migrating_last_pause_us"), writes.Load(), retries.Load())
-	fmt.Printf("acknowledged SETs checked %d, lost %d; INCR counters wrong %d of %d (%d skipped: an attempt failed with a timeout, so it may have run)\n",
-		n, lost, badCounters, len(incrs)-skipped, skipped)
+	fmt.Printf("acknowledged SETs checked %d, lost %d; INCR counters wrong %d of %d (%d skipped: an attempt failed on the network, so it may have run); %d attempts failed on the network\n",
+		n, lost, badCounters, len(incrs)-skipped, skipped, netErrs.Load())
 	fmt.Printf("keys after: source %d, target %d\n", d0, d1)
 	fmt.Printf("used_memory source %s -> peak %d; target %s -> peak %d\n", memBefore[0], peakSrc, memBefore[1], peakDst)
+}
+
+// attemptHook reports every command attempt's outcome on a node client.
+type attemptHook struct{ fn func(redis.Cmder, error) }
+
+func (attemptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h attemptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.fn(cmd, err)
+		return err
+	}
+}
+func (h attemptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			h.fn(c, c.Err())
+		}
+		return err
+	}
+}
+
+// fetchProfile saves one pprof profile from a node's admin port.
+func fetchProfile(url, path string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+		return
+	}
+	defer f.Close()
+	io.Copy(f, resp.Body)
 }
 
 func must(err error) {

@@ -10,9 +10,11 @@ import (
 type tlsFlags struct {
 	Port           int    `name:"tls-port" help:"TCP port for the Redis protocol over TLS; 0 = off." default:"0" env:"DAMSELFLY_TLS_PORT"`
 	CertFile       string `name:"tls-cert-file" help:"Server certificate (PEM); also the client certificate toward a TLS primary." env:"DAMSELFLY_TLS_CERT_FILE"`
-	KeyFile        string `name:"tls-key-file" help:"Private key of --tls-cert-file (PEM, unencrypted)." env:"DAMSELFLY_TLS_KEY_FILE"`
+	KeyFile        string `name:"tls-key-file" help:"Private key of --tls-cert-file (PEM; encrypted keys need --tls-key-file-pass)." env:"DAMSELFLY_TLS_KEY_FILE"`
+	KeyFilePass    string `name:"tls-key-file-pass" help:"Passphrase of an encrypted --tls-key-file." env:"DAMSELFLY_TLS_KEY_FILE_PASS"`
 	ClientCertFile string `name:"tls-client-cert-file" help:"Client certificate toward a TLS primary (default: --tls-cert-file)." env:"DAMSELFLY_TLS_CLIENT_CERT_FILE"`
 	ClientKeyFile  string `name:"tls-client-key-file" help:"Private key of --tls-client-cert-file." env:"DAMSELFLY_TLS_CLIENT_KEY_FILE"`
+	ClientKeyPass  string `name:"tls-client-key-file-pass" help:"Passphrase of an encrypted --tls-client-key-file." env:"DAMSELFLY_TLS_CLIENT_KEY_FILE_PASS"`
 	CACertFile     string `name:"tls-ca-cert-file" help:"CA certificates (PEM) that client and primary certificates are checked against." env:"DAMSELFLY_TLS_CA_CERT_FILE"`
 	CACertDir      string `name:"tls-ca-cert-dir" help:"Directory of CA certificate files (PEM)." env:"DAMSELFLY_TLS_CA_CERT_DIR"`
 	AuthClients    string `name:"tls-auth-clients" help:"Client certificates: yes (required), optional (checked when given) or no." default:"yes" enum:"yes,no,optional" env:"DAMSELFLY_TLS_AUTH_CLIENTS"`
@@ -26,6 +28,7 @@ type tlsFlags struct {
 func (f tlsFlags) config() server.TLSConfig {
 	return server.TLSConfig{Port: f.Port, CertFile: f.CertFile, KeyFile: f.KeyFile,
 		ClientCertFile: f.ClientCertFile, ClientKeyFile: f.ClientKeyFile,
+		KeyFilePass: f.KeyFilePass, ClientKeyFilePass: f.ClientKeyPass,
 		CACertFile: f.CACertFile, CACertDir: f.CACertDir, AuthClients: f.AuthClients,
 		Protocols: f.Protocols, Ciphers: f.Ciphers, CipherSuites: f.CipherSuites,
 		Replication: bool(f.Replication), MemcachedPort: f.MemcachedPort}

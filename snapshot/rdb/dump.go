@@ -139,6 +139,14 @@ func Restore(payload []byte) (*Entry, error) {
 	if len(body) == 0 {
 		return nil, ErrBadDataFormat
 	}
+	// The common case, a plain (not integer-encoded, not compressed)
+	// string, is read in place: a slot migration restores keys by the
+	// hundred thousand.
+	if body[0] == typeString {
+		if n, p, special, ok := bufLen(body, 1); ok && !special && n == uint64(len(body)-p) {
+			return &Entry{Type: String, String: append([]byte(nil), body[p:]...)}, nil
+		}
+	}
 	// Frame it as a one-key RDB file: header, type, empty key, value, EOF,
 	// checksum.
 	hv := max(ver, 5)
@@ -149,7 +157,9 @@ func Restore(payload []byte) (*Entry, error) {
 	stream = append(stream, opEOF)
 	stream = binary.LittleEndian.AppendUint64(stream, crc64(stream))
 	var got *Entry
-	info, err := Load(bytes.NewReader(stream), "DUMP payload", func(e *Entry) error {
+	// The payload is in memory: a read buffer of its size, not Load's
+	// 64 KiB (a slot migration restores keys by the hundred thousand).
+	info, err := LoadWith(bytes.NewReader(stream), "DUMP payload", Options{BufSize: len(stream)}, func(e *Entry) error {
 		if got != nil {
 			return ErrBadDataFormat
 		}

@@ -9,7 +9,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -17,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/damselflydb/damselfly/internal/redistest"
 )
 
 // item is one key of a test dataset.
@@ -270,7 +271,6 @@ func loadAll(t testing.TB, data []byte, name string) (map[string]string, Info) {
 // --- a redis-server for interop tests ----------------------------------------
 
 type redisServer struct {
-	cmd  *exec.Cmd
 	addr string
 	dir  string
 	log  string
@@ -285,48 +285,15 @@ func needRedis(t *testing.T, tools ...string) {
 	}
 }
 
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // startRedis starts redis-server on dir (which may hold dbfile).
 func startRedis(t *testing.T, dir, dbfile string, extra ...string) *redisServer {
 	t.Helper()
-	port := freePort(t)
 	logf := filepath.Join(dir, "redis.log")
-	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+	args := append([]string{"--dir", dir,
 		"--dbfilename", dbfile, "--save", "", "--appendonly", "no", "--logfile", logf,
 		"--sanitize-dump-payload", "yes"}, extra...)
-	cmd := exec.Command("redis-server", args...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &redisServer{cmd: cmd, addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, log: logf}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_, _ = cmd.Process.Wait()
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		c, err := net.Dial("tcp", s.addr)
-		if err == nil {
-			rc := &respConn{c: c, r: bufio.NewReader(c)}
-			v, err := rc.do("PING")
-			c.Close()
-			if err == nil && v == "PONG" {
-				return s
-			}
-		}
-		time.Sleep(30 * time.Millisecond)
-	}
-	logText, _ := os.ReadFile(logf)
-	t.Fatalf("redis-server did not start:\n%s", logText)
-	return nil
+	rs := redistest.Start(t, "", args...)
+	return &redisServer{addr: rs.Addr, dir: dir, log: logf}
 }
 
 func (s *redisServer) conn(t *testing.T) *respConn {

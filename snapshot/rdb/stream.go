@@ -78,6 +78,36 @@ var emptyStream15 = []byte{0, 0, 0, 0, 0}
 func (s *skimmer) stream(typ byte, typeAt int) error {
 	keyEnd := len(s.rec)
 	v := &StreamValue{HasV2: typ >= typeStreamListpacks2}
+	if err := s.streamNodes(v); err != nil {
+		return err
+	}
+	if err := s.streamMeta(v); err != nil {
+		return err
+	}
+	groups, err := s.count("stream group count")
+	if err != nil {
+		return err
+	}
+	for range groups {
+		g, err := s.streamGroup(typ, v.HasV2)
+		if err != nil {
+			return err
+		}
+		v.Groups = append(v.Groups, g)
+	}
+	// Hand the decoder an empty type-15 stream under the same key. The
+	// file's bytes enter the CRC first; the replacement is not in the file.
+	s.cut(keyEnd)
+	s.rec = append(s.rec, emptyStream15...)
+	s.rec[typeAt] = typeStreamListpacks
+	s.crcd = len(s.rec)
+	s.streams = append(s.streams, v)
+	return nil
+}
+
+// streamNodes reads the stream's listpack nodes, each keyed by its master
+// ID, checking each listpack's header.
+func (s *skimmer) streamNodes(v *StreamValue) error {
 	n, err := s.count("stream listpack count")
 	if err != nil {
 		return err
@@ -105,6 +135,13 @@ func (s *skimmer) stream(typ byte, typeAt int) error {
 		}
 		v.Nodes = append(v.Nodes, StreamNode{Master: master, LP: bytes.Clone(lp)})
 	}
+	return nil
+}
+
+// streamMeta reads the length, last ID and (v2) first ID, max deleted ID
+// and entries added, and checks the length against the nodes.
+func (s *skimmer) streamMeta(v *StreamValue) error {
+	var err error
 	if v.Length, err = s.num("stream length"); err != nil {
 		return err
 	}
@@ -125,90 +162,92 @@ func (s *skimmer) stream(typ byte, typeAt int) error {
 	if v.Length > 0 && len(v.Nodes) == 0 {
 		return s.errorf(s.keyOff, "key %q: stream length inconsistent with its nodes", s.key)
 	}
-	groups, err := s.count("stream group count")
-	if err != nil {
-		return err
-	}
-	for range groups {
-		var g StreamGroup
-		name, err := s.str("group name", true)
-		if err != nil {
-			return err
-		}
-		g.Name = bytes.Clone(name)
-		if g.LastID, err = s.streamID(); err != nil {
-			return err
-		}
-		g.EntriesRead = -1
-		if v.HasV2 {
-			er, err := s.num("group entries read")
-			if err != nil {
-				return err
-			}
-			g.EntriesRead, g.HasEntriesRead = int64(er), true
-		}
-		pel, err := s.count("group PEL size")
-		if err != nil {
-			return err
-		}
-		for range pel {
-			b, err := s.read(24, "PEL entry")
-			if err != nil {
-				return err
-			}
-			na := StreamNACK{ID: rawID(b), DeliveryTime: int64(binary.LittleEndian.Uint64(b[16:]))}
-			if na.DeliveryCount, err = s.num("PEL delivery count"); err != nil {
-				return err
-			}
-			g.PEL = append(g.PEL, na)
-		}
-		consumers, err := s.count("consumer count")
-		if err != nil {
-			return err
-		}
-		for range consumers {
-			var c StreamConsumer
-			name, err := s.str("consumer name", true)
-			if err != nil {
-				return err
-			}
-			c.Name = bytes.Clone(name)
-			b, err := s.read(8, "consumer seen time")
-			if err != nil {
-				return err
-			}
-			c.SeenTime = int64(binary.LittleEndian.Uint64(b))
-			c.ActiveTime = c.SeenTime
-			if typ >= typeStreamListpacks3 {
-				b, err := s.read(8, "consumer active time")
-				if err != nil {
-					return err
-				}
-				c.ActiveTime = int64(binary.LittleEndian.Uint64(b))
-			}
-			cp, err := s.count("consumer PEL size")
-			if err != nil {
-				return err
-			}
-			for range cp {
-				b, err := s.read(16, "consumer PEL entry")
-				if err != nil {
-					return err
-				}
-				c.PEL = append(c.PEL, rawID(b))
-			}
-			g.Consumers = append(g.Consumers, c)
-		}
-		v.Groups = append(v.Groups, g)
-	}
-	// Hand the decoder an empty type-15 stream under the same key. The
-	// file's bytes enter the CRC first; the replacement is not in the file.
-	s.cut(keyEnd)
-	s.rec = append(s.rec, emptyStream15...)
-	s.rec[typeAt] = typeStreamListpacks
-	s.crcd = len(s.rec)
-	s.streams = append(s.streams, v)
 	return nil
+}
+
+// streamGroup reads one consumer group: name, last ID, (v2) entries
+// read, its PEL and its consumers.
+func (s *skimmer) streamGroup(typ byte, v2 bool) (StreamGroup, error) {
+	var g StreamGroup
+	name, err := s.str("group name", true)
+	if err != nil {
+		return g, err
+	}
+	g.Name = bytes.Clone(name)
+	if g.LastID, err = s.streamID(); err != nil {
+		return g, err
+	}
+	g.EntriesRead = -1
+	if v2 {
+		er, err := s.num("group entries read")
+		if err != nil {
+			return g, err
+		}
+		g.EntriesRead, g.HasEntriesRead = int64(er), true
+	}
+	pel, err := s.count("group PEL size")
+	if err != nil {
+		return g, err
+	}
+	for range pel {
+		b, err := s.read(24, "PEL entry")
+		if err != nil {
+			return g, err
+		}
+		na := StreamNACK{ID: rawID(b), DeliveryTime: int64(binary.LittleEndian.Uint64(b[16:]))}
+		if na.DeliveryCount, err = s.num("PEL delivery count"); err != nil {
+			return g, err
+		}
+		g.PEL = append(g.PEL, na)
+	}
+	consumers, err := s.count("consumer count")
+	if err != nil {
+		return g, err
+	}
+	for range consumers {
+		c, err := s.streamConsumer(typ)
+		if err != nil {
+			return g, err
+		}
+		g.Consumers = append(g.Consumers, c)
+	}
+	return g, nil
+}
+
+// streamConsumer reads one consumer: name, seen time, (v3) active time
+// and the IDs of its PEL.
+func (s *skimmer) streamConsumer(typ byte) (StreamConsumer, error) {
+	var c StreamConsumer
+	name, err := s.str("consumer name", true)
+	if err != nil {
+		return c, err
+	}
+	c.Name = bytes.Clone(name)
+	b, err := s.read(8, "consumer seen time")
+	if err != nil {
+		return c, err
+	}
+	c.SeenTime = int64(binary.LittleEndian.Uint64(b))
+	c.ActiveTime = c.SeenTime
+	if typ >= typeStreamListpacks3 {
+		b, err := s.read(8, "consumer active time")
+		if err != nil {
+			return c, err
+		}
+		c.ActiveTime = int64(binary.LittleEndian.Uint64(b))
+	}
+	cp, err := s.count("consumer PEL size")
+	if err != nil {
+		return c, err
+	}
+	for range cp {
+		b, err := s.read(16, "consumer PEL entry")
+		if err != nil {
+			return c, err
+		}
+		c.PEL = append(c.PEL, rawID(b))
+	}
+	return c, nil
 }
 
 func rawID(b []byte) StreamID {
