@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Keyspace notifications: server CPU per SET with notify-keyspace-events off and "KEA" with one
-# subscriber (redis-cli PSUBSCRIBE '__key*__:*', reading everything), two servers side by side.
+# Keyspace notifications: server CPU per SET with notify-keyspace-events off, "KEA" with one
+# subscriber (redis-cli PSUBSCRIBE '__key*__:*', reading everything) and "KEA0" (KEA, nobody
+# subscribed), two servers side by side. Env MODES picks them ("off KEA" by default).
 #
 #   bench/notify.sh PORT_A PORT_B
 #
@@ -23,6 +24,8 @@ run() { # port mode -> cpu µs per request
     redis-cli -p "$port" config set notify-keyspace-events KEA >/dev/null
     redis-cli -p "$port" psubscribe '__key*__:*' >/dev/null & sub=$!
     sleep 0.3
+  elif [ "$mode" = KEA0 ]; then
+    redis-cli -p "$port" config set notify-keyspace-events KEA >/dev/null
   else
     redis-cli -p "$port" config set notify-keyspace-events "" >/dev/null
   fi
@@ -36,7 +39,7 @@ run() { # port mode -> cpu µs per request
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "| mode | A CPU-µs/SET ($A) | B CPU-µs/SET ($B) | A/B |"
 echo "|---|---:|---:|---:|"
-for mode in off KEA; do
+for mode in ${MODES:-off KEA}; do
   a1=$(run "$A" $mode); b1=$(run "$B" $mode); a2=$(run "$A" $mode); b2=$(run "$B" $mode)
   python3 -c "a=min($a1,$a2); b=min($b1,$b2); print(f'| {\"$mode\"} | {a:.2f} | {b:.2f} | {a/b:.2f} |')"
 done

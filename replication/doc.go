@@ -29,6 +29,11 @@
 //     an unlinked temporary file) that a goroutine sends in order. Otherwise
 //     a slow replica would fill the snapshot's bounded queue and the
 //     pre-change hooks, waiting under a shard lock, would stall writers.
+//   - A full sync to a replica that announced REPLCONF capa
+//     damselfly-parallel is the parallel native stream (Config.SnapshotSync,
+//     snapshot.WriteSync); damselfly-native alone gets the RDB S2-compressed;
+//     other replicas get plain RDB. The loader tells them apart by the first
+//     bytes, so the $EOF:/$length framing never changes.
 //   - Partial sync (+CONTINUE) is served from the backlog when the replica's
 //     replid is ours (or our previous one up to second_repl_offset) and its
 //     offset is still held.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestHashFieldExpiryReplicates: a Damselfly replica of a Damselfly
@@ -70,4 +72,66 @@ func TestHashFieldExpiryReplicates(t *testing.T) {
 		t.Fatal("gone still on the primary")
 	}
 	waitConverged(t, pc, rc)
+}
+
+// TestHashFieldExpiryHiddenBeforeHDEL: a field past its deadline whose
+// HDEL has not come yet (the primary's expiry held by CLIENT PAUSE WRITE)
+// is hidden from the field readers on the replica and on the paused
+// primary, while HLEN still counts it, as redis-server 7.4.1 and 8.0 do
+// (checked by hand: HLEN 3, HGETALL c 3, HEXISTS 0, HGET nil, HTTL -2 -1,
+// HRANDFIELD -5 on the replica may return the expired fields). After the
+// pause, active expiry sends one HDEL per field and both converge.
+func TestHashFieldExpiryHiddenBeforeHDEL(t *testing.T) {
+	ctx := context.Background()
+	p := startServer(t)
+	pc := client(t, p.Addr())
+	r := startServer(t)
+	rc := client(t, r.Addr())
+	replicaOf(t, rc, p.Addr())
+	waitFor(t, 10*time.Second, "link up", func() bool { return info(rc, "replication")["master_link_status"] == "up" })
+	pc.Do(ctx, "HSET", "h", "a", "1", "b", "2", "c", "3")
+	pc.Do(ctx, "HPEXPIRE", "h", "150", "FIELDS", "2", "a", "b")
+	waitConverged(t, pc, rc)
+	if err := pc.Do(ctx, "CLIENT", "PAUSE", "5000", "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	check := func(who string, do func(args ...any) string) {
+		t.Helper()
+		for _, tc := range []struct {
+			args []any
+			want string
+		}{
+			{[]any{"HLEN", "h"}, "3"},
+			{[]any{"HGETALL", "h"}, "[c 3]"},
+			{[]any{"HKEYS", "h"}, "[c]"},
+			{[]any{"HVALS", "h"}, "[3]"},
+			{[]any{"HEXISTS", "h", "a"}, "0"},
+			{[]any{"HGET", "h", "a"}, "redis: nil"},
+			{[]any{"HSTRLEN", "h", "b"}, "0"},
+			{[]any{"HMGET", "h", "a", "c"}, "[<nil> 3]"},
+			{[]any{"HTTL", "h", "FIELDS", "2", "a", "c"}, "[-2 -1]"},
+			{[]any{"HSCAN", "h", "0"}, "[0 [c 3]]"},
+			{[]any{"EXISTS", "h"}, "1"},
+			{[]any{"HLEN", "h"}, "3"},
+		} {
+			if got := do(tc.args...); got != tc.want {
+				t.Errorf("%s %v = %s, want %s", who, tc.args, got, tc.want)
+			}
+		}
+	}
+	check("replica", func(args ...any) string { return doString(ctx, rc, args...) })
+	check("paused primary", func(args ...any) string { return doString(ctx, pc, args...) })
+	pc.Do(ctx, "CLIENT", "UNPAUSE")
+	waitFor(t, 5*time.Second, "the HDELs on the replica", func() bool { return rc.HLen(ctx, "h").Val() == 1 })
+	waitConverged(t, pc, rc)
+}
+
+// doString runs a command and prints its reply (or error) with fmt.
+func doString(ctx context.Context, c *redis.Client, args ...any) string {
+	v, err := c.Do(ctx, args...).Result()
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprint(v)
 }

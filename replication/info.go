@@ -113,7 +113,11 @@ func (n *Node) Info() []Field {
 	for i, r := range infos {
 		add(fmt.Sprintf("slave%d", i), fmt.Sprintf("ip=%s,port=%d,state=%s,offset=%d,lag=%d", r.IP, r.Port, r.State, r.Offset, r.Lag))
 	}
-	add("master_failover_state", "no-failover")
+	if n.handingOver.Load() {
+		add("master_failover_state", "waiting-for-sync")
+	} else {
+		add("master_failover_state", "no-failover")
+	}
 	add("master_replid", n.replid)
 	add("master_replid2", n.replid2)
 	add("master_repl_offset", n.offset)

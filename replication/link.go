@@ -233,7 +233,7 @@ func (l *link) session() error {
 	// damselfly-native: a Damselfly primary may send the full sync
 	// compressed (native.go); Redis and Valkey ignore capabilities they do
 	// not know.
-	if err := l.command("REPLCONF", "capa", "eof", "capa", "psync2", "capa", CapaNative); err != nil {
+	if err := l.command("REPLCONF", "capa", "eof", "capa", "psync2", "capa", CapaNative, "capa", CapaParallel); err != nil {
 		return err
 	}
 	if rep, err = l.reply(cr); err != nil {
@@ -321,7 +321,7 @@ func (l *link) fullSync(cr *resp.Reader, replid string, moff int64) error {
 	l.n.log.Info("full sync from primary: receiving", "primary", l.addr(), "replid", replid, "offset", moff)
 	keys, err := l.n.cfg.Load(tr)
 	if err != nil {
-		return fmt.Errorf("loading the primary's RDB: %w (previous dataset kept)", err)
+		return fmt.Errorf("loading the primary's full sync: %w (previous dataset kept)", err)
 	}
 	// Consume what the loader left (the end mark, trailing bytes).
 	if _, err := io.Copy(io.Discard, tr); err != nil {

@@ -18,9 +18,33 @@ import (
 // $length) is unchanged.
 const CapaNative = "damselfly-native"
 
+// CapaParallel is the REPLCONF capability of a Damselfly replica that
+// reads the parallel sync format (snapshot.WriteSync: every shard's native
+// block stream, serialized by that shard's goroutines in parallel and
+// multiplexed in frames; the replica decodes the streams in parallel and
+// re-hashes keys to its own shard count). A primary with
+// Config.SnapshotSync sends it to such replicas; others get what
+// CapaNative or plain RDB gives them. The replica tells the formats apart
+// by the payload's first bytes (snapshot.SyncMagic).
+const CapaParallel = "damselfly-parallel"
+
+// syncFormat names what snapshotFor sends p (for the log).
+func (n *Node) syncFormat(p Peer) string {
+	switch {
+	case p.CapaParallel && n.cfg.SnapshotSync != nil:
+		return "native-parallel"
+	case p.CapaNative:
+		return "rdb-s2"
+	}
+	return "rdb"
+}
+
 // snapshotFor writes the full sync payload for peer p: the RDB, compressed
 // when p announced CapaNative.
 func (n *Node) snapshotFor(ctx context.Context, p Peer, w io.Writer, onCut func()) (int64, error) {
+	if p.CapaParallel && n.cfg.SnapshotSync != nil {
+		return n.cfg.SnapshotSync(ctx, w, onCut)
+	}
 	if !p.CapaNative {
 		return n.cfg.Snapshot(ctx, w, onCut)
 	}

@@ -71,4 +71,9 @@ func TestNativeFullSync(t *testing.T) {
 	if len(all) != 2 || all[1][1] != "false" {
 		t.Fatalf("redis-server's full sync: %q", all)
 	}
+	// The Damselfly replica got the parallel native format, redis-server
+	// plain RDB (parallel_test.go).
+	if f := syncFormatLine.FindAllStringSubmatch(log.String(), -1); len(f) != 2 || f[0][1] != "native-parallel" || f[1][1] != "rdb" {
+		t.Fatalf("full sync formats: %q", f)
+	}
 }

@@ -52,6 +52,11 @@ type Config struct {
 	// Dial, when set, opens the connection to the primary (the server's
 	// TLS dialer with tls-replication yes); nil dials plain TCP.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
+
+	// Parallel full sync (native.go). SnapshotSync, when set, writes the
+	// snapshot in the parallel sync format for replicas that announce
+	// CapaParallel; it has Snapshot's contract otherwise.
+	SnapshotSync func(ctx context.Context, w io.Writer, onCut func()) (int64, error)
 }
 
 func (c *Config) defaults() {
@@ -109,6 +114,10 @@ type Node struct {
 
 	// INFO stats: sync_full, sync_partial_ok, sync_partial_err.
 	syncFull, syncPartialOK, syncPartialErr atomic.Int64
+
+	// handingOver: WaitReplica is waiting for a planned failover's
+	// replica (INFO's master_failover_state: waiting-for-sync).
+	handingOver atomic.Bool
 
 	closed chan struct{}
 	wg     sync.WaitGroup

@@ -28,6 +28,8 @@ type Peer struct {
 	// CapaNative: the replica is a Damselfly that sent REPLCONF capa
 	// damselfly-native, so its full sync may come compressed (native.go).
 	CapaNative bool
+	// CapaParallel: REPLCONF capa damselfly-parallel (native.go).
+	CapaParallel bool
 }
 
 // Replica states, as INFO names them.
@@ -411,7 +413,7 @@ func (n *Node) fullSync(ctx context.Context, r *replicaConn, p Peer, psync bool)
 	if r.acked.Load() { // the ACK came before we went online (readLoop)
 		r.startStream()
 	}
-	n.log.Info("full sync sent to replica", "replica", r.name(), "diskless", p.CapaEOF && psync, "compressed", p.CapaNative,
+	n.log.Info("full sync sent to replica", "replica", r.name(), "diskless", p.CapaEOF && psync, "compressed", p.CapaNative, "format", n.syncFormat(p),
 		"offset", cutOff, "keys", keys, "bytes", sent, "seconds", fmt.Sprintf("%.3f", time.Since(start).Seconds()))
 	return nil
 }

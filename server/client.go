@@ -110,6 +110,8 @@ type Client struct {
 	blocked     atomic.Pointer[waiter] // set while the client waits in a blocking command
 	// replCapaNative: REPLCONF capa damselfly-native (replication/native.go)
 	replCapaNative bool
+	// replCapaParallel: REPLCONF capa damselfly-parallel (repl_sync.go)
+	replCapaParallel bool
 	// noBlock makes blocking commands answer at once as if timed out (set
 	// while running EXEC or a script, as Redis does).
 	noBlock bool
@@ -343,7 +345,7 @@ func (c *Client) execute(args [][]byte) {
 	if c.srv.scripts.busy.Load() != nil && !c.waitBusy(cmd, args) { // script.go
 		return
 	}
-	if c.srv.pause.kind.Load() != pauseOff && c.pausedWait(cmd) { // clientadmin.go
+	if c.srv.pause.kind.Load() != pauseOff && (c.pausedWait(cmd) || c.clusterAfterPause(cmd, args)) { // clientadmin.go, cluster_failover.go
 		return
 	}
 	if c.srv.shutdownRefused(c) {

@@ -211,6 +211,10 @@ func (c *Client) clusterxMigrate(args [][]byte) {
 	m.mu.Unlock()
 	done := make(chan error, 1)
 	go func() { done <- s.migrateSlots(rg, dst) }()
+	if !sync && len(args) == 4 {
+		c.migrateDefaultReply(done) // cluster_controller.go: kvrocks-controller's one-second check
+		return
+	}
 	if !sync {
 		c.ok()
 		return

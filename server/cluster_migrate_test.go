@@ -87,7 +87,7 @@ func TestClusterMigrate(t *testing.T) {
 	src := newClient(t, tc.nodes[0])
 	start := time.Now()
 	// As kvrocks-controller does: start it, then poll CLUSTER INFO.
-	if err := src.Do(ctx, "CLUSTERX", "MIGRATE", fmt.Sprintf("%d-%d", lo, hi), tc.ids[1]).Err(); err != nil {
+	if err := src.Do(ctx, "CLUSTERX", "MIGRATE", fmt.Sprintf("%d-%d", lo, hi), tc.ids[1], "async").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := src.Do(ctx, "CLUSTERX", "MIGRATE", "0", tc.ids[1]).Err(); err == nil || err.Error() != "ERR There is already a migrating slot" {

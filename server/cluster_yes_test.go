@@ -330,7 +330,7 @@ func TestClusterNotInitialized(t *testing.T) {
 	s := startServer(t, func(c *Config) { c.ClusterMode = "yes" })
 	ctx := context.Background()
 	rc := newClient(t, s)
-	if err := rc.ClusterInfo(ctx).Err(); err == nil || err.Error() != "CLUSTERDOWN The cluster is not initialized" {
+	if err := rc.ClusterInfo(ctx).Err(); err == nil || err.Error() != "ERR CLUSTERDOWN The cluster is not initialized" {
 		t.Fatalf("CLUSTER INFO: %v", err)
 	}
 	if v, _ := rc.Do(ctx, "CLUSTERX", "VERSION").Text(); v != "-1" {

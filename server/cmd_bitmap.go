@@ -121,6 +121,7 @@ func cmdGetBit(c *Client, args [][]byte) {
 	defer c.unlockKey(sh)
 	e, found := sh.Lookup(c.db, h, args[1], now())
 	if !found {
+		c.keyMiss(args[1])
 		c.int(0)
 		return
 	}
@@ -175,6 +176,7 @@ func cmdBitCount(c *Client, args [][]byte) {
 	defer c.unlockKey(sh)
 	e, found := sh.Lookup(c.db, h, args[1], now())
 	if !found {
+		c.keyMiss(args[1])
 		c.int(0)
 		return
 	}
@@ -231,6 +233,7 @@ func cmdBitPos(c *Client, args [][]byte) {
 	defer c.unlockKey(sh)
 	e, found := sh.Lookup(c.db, h, args[1], now())
 	if !found {
+		c.keyMiss(args[1])
 		c.int(-bit) // an absent key is an endless run of zeros
 		return
 	}
@@ -312,6 +315,7 @@ func cmdBitOp(c *Client, args [][]byte) {
 		sh, h := c.srv.store.ShardOf(k)
 		e, found := sh.Lookup(c.db, h, k, t)
 		if !found {
+			c.keyMiss(k)
 			continue
 		}
 		if e.Type() != shard.TypeString {
@@ -423,6 +427,9 @@ func bitfieldGeneric(c *Client, args [][]byte, ro bool) {
 		if found && e.Type() != shard.TypeString {
 			c.errWrongType()
 			return
+		}
+		if !found {
+			c.keyMiss(args[1])
 		}
 		if found {
 			p = e.Str()

@@ -104,8 +104,12 @@ func cmdCluster(c *Client, args [][]byte) {
 	v := cs.view.Load()
 	if v.topo == nil && (sub == "info" || sub == "nodes" || sub == "slots" || sub == "shards") {
 		// kvrocks's answer before the first topology, which
-		// kvrocks-controller recognises as an uninitialised node.
-		c.err("CLUSTERDOWN The cluster is not initialized")
+		// kvrocks-controller recognises as an uninitialised node (and
+		// pushes the topology again). With the ERR prefix, as kvrocks
+		// sent it until 2024: v0.3 of the controller compares the whole
+		// text and takes anything else for a failing node; later ones
+		// look for the text without the prefix.
+		c.err("ERR CLUSTERDOWN The cluster is not initialized")
 		return
 	}
 	switch sub {
@@ -490,6 +494,7 @@ func (s *Server) setNodes(text string, version int64, force bool) error {
 		cs.mu.Unlock()
 		return err
 	}
+	after := s.handOver(cur, t, text) // cluster_failover.go: a planned failover's catch-up
 	var drop []int
 	cs.update(func(v *clusterView) {
 		if v.myID == "" || force || t.Node(v.myID) == nil {
@@ -505,6 +510,9 @@ func (s *Server) setNodes(text string, version int64, force bool) error {
 	s.dropSlots(drop)
 	s.dropUnservedShardChannels() // cluster_pubsub.go
 	s.followTopology()
+	if after != nil {
+		after()
+	}
 	return nil
 }
 

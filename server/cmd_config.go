@@ -173,6 +173,7 @@ func configParams() map[string]configParam {
 	maxClientsParam(m)
 	watchdogParam(m)
 	keySaveDelayParam(m)
+	dbDirsParam(m) // dbdirs.go
 	aofParams(m)
 	scriptingParams(m)
 	aclParams(m)

@@ -116,6 +116,9 @@ done:
 func geoZSet(c *Client, key []byte) (z *types.ZSet, bad bool) {
 	_, _, e, found, bad := c.getCollAt(key, shard.TypeZSet)
 	if bad || !found {
+		if !bad {
+			c.keyMiss(key)
+		}
 		return nil, bad
 	}
 	return e.Obj().(*types.ZSet), false

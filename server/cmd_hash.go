@@ -17,7 +17,7 @@ func registerHashes(reg registrar) {
 	reg("hget", 3, "readonly|fast", 1, 1, 1, "hash", cmdHGet)
 	reg("hmget", -3, "readonly|fast", 1, 1, 1, "hash", cmdHMGet)
 	reg("hdel", -3, "write|fast", 1, 1, 1, "hash", cmdHDel)
-	reg("hlen", 2, "readonly|fast", 1, 1, 1, "hash", collLen(shard.TypeHash))
+	reg("hlen", 2, "readonly|fast", 1, 1, 1, "hash", cmdHLen) // cmd_hash_ttl.go
 	reg("hexists", 3, "readonly|fast", 1, 1, 1, "hash", cmdHExists)
 	reg("hstrlen", 3, "readonly|fast", 1, 1, 1, "hash", cmdHStrLen)
 	reg("hkeys", 2, "readonly", 1, 1, 1, "hash", func(c *Client, a [][]byte) { hgetallGeneric(c, a, true, false) })
@@ -31,12 +31,25 @@ func registerHashes(reg registrar) {
 }
 
 // readHash locks key's shard and finds its hash (nil when missing; bad
-// after a WRONGTYPE reply). The caller always unlocks sh.
+// after a WRONGTYPE reply), without the fields expired but not reclaimed
+// yet (liveHash). The caller always unlocks sh.
 func (c *Client) readHash(key []byte) (sh *shard.Shard, hs *types.Hash, bad bool) {
+	sh, hs, bad = c.readHashStale(key)
+	if hs != nil {
+		hs = liveHash(hs, now())
+	}
+	return sh, hs, bad
+}
+
+// readHashStale is readHash with the expired fields not reclaimed yet
+// (HRANDFIELD on a replica shows them, as Redis 7.4's).
+func (c *Client) readHashStale(key []byte) (sh *shard.Shard, hs *types.Hash, bad bool) {
 	sh, h := c.lockKey(key)
 	e, found, bad := c.getColl(sh, h, key, shard.TypeHash)
 	if found {
 		hs = e.Obj().(*types.Hash)
+	} else if !bad {
+		c.keyMiss(key)
 	}
 	return sh, hs, bad
 }
@@ -308,7 +321,7 @@ func cmdHIncrByFloat(c *Client, args [][]byte) {
 
 func cmdHRandField(c *Client, args [][]byte) {
 	if len(args) == 2 {
-		sh, hs, bad := c.readHash(args[1])
+		sh, hs, bad := c.readHashStale(args[1])
 		defer c.unlockKey(sh)
 		if bad {
 			return
@@ -332,7 +345,7 @@ func cmdHRandField(c *Client, args [][]byte) {
 // hRandFieldLocked answers HRANDFIELD key count under the shard lock, or
 // returns a copy of the hash for replyRepeats when the picks are too many.
 func (c *Client) hRandFieldLocked(key []byte, count int64, withValues bool) *randPool {
-	sh, hs, bad := c.readHash(key)
+	sh, hs, bad := c.readHashStale(key)
 	defer c.unlockKey(sh)
 	if bad {
 		return nil

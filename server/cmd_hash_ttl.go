@@ -40,16 +40,20 @@ func registerHashTTL(reg registrar) {
 }
 
 // onFieldExpire replicates, logs and announces hash fields the shard
-// deleted because they expired (shard.Shard.OnFieldExpire).
+// deleted because they expired (shard.Shard.OnFieldExpire): one HDEL key
+// field per field, as Redis 7.4 and 8 propagate (propagateHashFieldDeletion).
 func (s *Server) onFieldExpire(db int, key []byte, fields [][]byte, gone bool) {
 	if s.repl.IsReplica() {
 		return
 	}
-	args := append([][]byte{[]byte("HDEL"), key}, fields...)
-	if a := s.aof.a.Load(); a != nil {
-		a.Feed(db, args)
+	a := s.aof.a.Load()
+	for _, f := range fields {
+		args := [][]byte{[]byte("HDEL"), key, f}
+		if a != nil {
+			a.Feed(db, args)
+		}
+		s.repl.Append(db, args)
 	}
-	s.repl.Append(db, args)
 	s.notifyDB(db, kseHash, "hexpired", key)
 	if gone {
 		s.notifyDB(db, kseGeneric, "del", key)
@@ -146,18 +150,13 @@ func hexpireGeneric(c *Client, args [][]byte, unit int64, absolute bool) {
 		}
 		return
 	}
-	d := sh.DB(c.db)
-	w := d.Modify(&e)
-	hs := e.Obj().(*types.Hash)
-	var prop [][][]byte
-	var set [][]byte
-	deleted := 0
+	b := c.hfeBatch(sh, &e, args[1], t)
 	for _, f := range fields {
-		if !hs.Exists(f) {
+		if !b.hs.Exists(f) {
 			c.int(-2)
 			continue
 		}
-		prev := hs.FieldExpireAt(f)
+		prev := b.hs.FieldExpireAt(f)
 		if prev == 0 {
 			if cond == hfeXX || cond == hfeGT {
 				c.int(0)
@@ -167,36 +166,109 @@ func hexpireGeneric(c *Client, args [][]byte, unit int64, absolute bool) {
 			c.int(0)
 			continue
 		}
-		if at <= t && !c.fromPrimary {
-			hs.Delete(w, f)
-			prop = append(prop, [][]byte{[]byte("HDEL"), args[1], f})
-			deleted++
-			c.int(2)
-			continue
-		}
-		hs.SetFieldExpireAt(w, f, at)
-		set = append(set, f)
-		c.int(1)
+		c.int(b.expire(f, at))
 	}
-	if len(set) > 0 {
-		p := [][]byte{[]byte("HPEXPIREAT"), args[1], strconv.AppendInt(nil, at, 10)}
-		if cond != 0 {
-			p = append(p, args[3])
-		}
-		p = append(p, []byte("FIELDS"), strconv.AppendInt(nil, int64(len(set)), 10))
-		prop = append(prop, append(p, set...))
-		d.NoteFieldTTL(args[1])
+	var condArg []byte
+	if cond != 0 {
+		condArg = args[3]
 	}
-	c.rewriteMany(prop)
+	b.done(at, condArg, true)
+}
+
+// fieldTTLBatch is the per-field work HEXPIRE's family, HPERSIST and
+// HGETEX share on one hash: deadlines set or removed, fields whose new
+// deadline is already past deleted; then replicated and announced once.
+type fieldTTLBatch struct {
+	c        *Client
+	d        *shard.DB
+	e        *shard.Entry
+	hs       *types.Hash
+	key      []byte
+	t        int64 // the command's time
+	modified bool
+	w        types.W  // the right to change hs, once modified
+	changed  [][]byte // deadline set or removed
+	deleted  [][]byte // deleted: the deadline was past
+}
+
+func (c *Client) hfeBatch(sh *shard.Shard, e *shard.Entry, key []byte, t int64) fieldTTLBatch {
+	return fieldTTLBatch{c: c, d: sh.DB(c.db), e: e, hs: e.Obj().(*types.Hash), key: key, t: t}
+}
+
+func (b *fieldTTLBatch) modify() {
+	if !b.modified {
+		b.w = b.d.Modify(b.e)
+		b.modified = true
+	}
+}
+
+// expire gives field f (present) the deadline at, or deletes it when at is
+// already past: Redis's reply, 1 set, 2 deleted. A replica applies its
+// primary's deadline as sent (the primary replicates its own HDELs).
+func (b *fieldTTLBatch) expire(f []byte, at int64) int64 {
+	b.modify()
+	if at <= b.t && !b.c.fromPrimary {
+		b.hs.Delete(b.w, f)
+		b.deleted = append(b.deleted, f)
+		return 2
+	}
+	b.hs.SetFieldExpireAt(b.w, f, at)
+	b.changed = append(b.changed, f)
+	return 1
+}
+
+// persist removes field f's deadline: 1, or -1 when it had none.
+func (b *fieldTTLBatch) persist(f []byte) int64 {
+	if b.hs.FieldExpireAt(f) == 0 {
+		return -1
+	}
+	b.modify()
+	b.hs.PersistField(b.w, f)
+	b.changed = append(b.changed, f)
+	return 1
+}
+
+// done replicates what changed when rewrite is set (an HDEL per deleted
+// field, then HPEXPIREAT at [cond], or HPERSIST when at is 0, for the
+// fields changed), raises Redis's event (hdel, else hexpire or hpersist)
+// and deletes the hash when it was emptied.
+func (b *fieldTTLBatch) done(at int64, cond []byte, rewrite bool) {
+	c, key := b.c, b.key
+	if rewrite {
+		var prop [][][]byte
+		for _, f := range b.deleted {
+			prop = append(prop, [][]byte{[]byte("HDEL"), key, f})
+		}
+		if len(b.changed) > 0 {
+			n := strconv.AppendInt(nil, int64(len(b.changed)), 10)
+			var p [][]byte
+			if at == 0 {
+				p = [][]byte{[]byte("HPERSIST"), key, []byte("FIELDS"), n}
+			} else {
+				p = [][]byte{[]byte("HPEXPIREAT"), key, strconv.AppendInt(nil, at, 10)}
+				if cond != nil {
+					p = append(p, cond)
+				}
+				p = append(p, []byte("FIELDS"), n)
+			}
+			prop = append(prop, append(p, b.changed...))
+		}
+		c.rewriteMany(prop)
+	}
+	if at != 0 && len(b.changed) > 0 {
+		b.d.NoteFieldTTL(key)
+	}
 	switch {
-	case deleted > 0 && hs.Len() == 0:
-		d.Delete(&e)
-		c.notify(kseHash, "hdel", args[1])
-		c.notify(kseGeneric, "del", args[1])
-	case deleted > 0:
-		c.notify(kseHash, "hdel", args[1])
-	case len(set) > 0:
-		c.notify(kseHash, "hexpire", args[1])
+	case len(b.deleted) > 0:
+		c.notify(kseHash, "hdel", key)
+		if b.hs.Len() == 0 {
+			b.d.Delete(b.e)
+			c.notify(kseGeneric, "del", key)
+		}
+	case len(b.changed) > 0 && at == 0:
+		c.notify(kseHash, "hpersist", key)
+	case len(b.changed) > 0:
+		c.notify(kseHash, "hexpire", key)
 	}
 }
 
@@ -249,27 +321,15 @@ func cmdHPersist(c *Client, args [][]byte) {
 		}
 		return
 	}
-	hs := e.Obj().(*types.Hash)
-	changed := false
-	var w types.W
+	b := c.hfeBatch(sh, &e, args[1], now())
 	for _, f := range fields {
-		switch {
-		case !hs.Exists(f):
+		if !b.hs.Exists(f) {
 			c.int(-2)
-		case hs.FieldExpireAt(f) == 0:
-			c.int(-1)
-		default:
-			if !changed {
-				w = sh.DB(c.db).Modify(&e)
-				changed = true
-			}
-			hs.PersistField(w, f)
-			c.int(1)
+			continue
 		}
+		c.int(b.persist(f))
 	}
-	if changed {
-		c.notify(kseHash, "hpersist", args[1])
-	}
+	b.done(0, nil, false) // replicated as sent
 }
 
 // cmdHGetDel is Redis 8's HGETDEL key FIELDS numfields field...: the
@@ -398,14 +458,9 @@ func cmdHGetEx(c *Client, args [][]byte) {
 		}
 		return
 	}
-	hs := e.Obj().(*types.Hash)
-	d := sh.DB(c.db)
-	t := now()
-	var prop [][][]byte
-	var changed [][]byte
-	deleted := 0
+	b := c.hfeBatch(sh, &e, args[1], now())
 	for _, f := range fields {
-		v, ok := hs.Get(f)
+		v, ok := b.hs.Get(f)
 		if !ok {
 			c.null()
 			continue
@@ -413,40 +468,15 @@ func cmdHGetEx(c *Client, args [][]byte) {
 		c.bulk(v)
 		switch {
 		case persist:
-			if hs.FieldExpireAt(f) != 0 {
-				w := d.Modify(&e)
-				hs.PersistField(w, f)
-				changed = append(changed, f)
-			}
-		case setAt && at <= t && !c.fromPrimary:
-			w := d.Modify(&e)
-			hs.Delete(w, f)
-			prop = append(prop, [][]byte{[]byte("HDEL"), args[1], f})
-			deleted++
+			b.persist(f)
 		case setAt:
-			w := d.Modify(&e)
-			hs.SetFieldExpireAt(w, f, at)
-			changed = append(changed, f)
+			b.expire(f, at)
 		}
 	}
-	if len(changed) > 0 {
-		n := strconv.AppendInt(nil, int64(len(changed)), 10)
-		if persist {
-			prop = append(prop, append([][]byte{[]byte("HPERSIST"), args[1], []byte("FIELDS"), n}, changed...))
-			c.notify(kseHash, "hpersist", args[1])
-		} else {
-			prop = append(prop, append([][]byte{[]byte("HPEXPIREAT"), args[1], strconv.AppendInt(nil, at, 10), []byte("FIELDS"), n}, changed...))
-			d.NoteFieldTTL(args[1])
-			c.notify(kseHash, "hexpire", args[1])
-		}
-	} else if deleted > 0 {
-		c.notify(kseHash, "hdel", args[1])
+	if persist {
+		at = 0
 	}
-	c.rewriteMany(prop)
-	if deleted > 0 && hs.Len() == 0 {
-		d.Delete(&e)
-		c.notify(kseGeneric, "del", args[1])
-	}
+	b.done(at, nil, true)
 }
 
 const (
@@ -604,6 +634,40 @@ func cmdHSetEx(c *Client, args [][]byte) {
 	if hs.Len() == 0 {
 		d.Delete(&e)
 		c.notify(kseGeneric, "del", args[1])
+	}
+}
+
+// liveHash is hs without the fields expired at now: hs itself when none
+// is, else a copy. Expired fields outlive their deadline on a replica
+// (until the primary's HDEL), while CLIENT PAUSE WRITE holds expiry, and
+// for HLEN; Redis 7.4 and 8 hide them from the field readers meanwhile
+// (HGET, HEXISTS, HGETALL, HSCAN, HTTL ...), but HLEN and, on a replica,
+// HRANDFIELD still count them.
+func liveHash(hs *types.Hash, now int64) *types.Hash {
+	if at := hs.NextFieldExpiry(); at == 0 || at > now {
+		return hs
+	}
+	cp, w := hs.CloneW()
+	if cp.ExpireFields(w, now, nil) == 0 {
+		return hs
+	}
+	return cp
+}
+
+// cmdHLen counts the fields expired but not reclaimed yet, as Redis 7.4
+// and 8 (hashTypeLength(o, 0)): its lookup leaves them in place.
+func cmdHLen(c *Client, args [][]byte) {
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	e, found := sh.LookupStaleFields(c.db, h, args[1], now())
+	switch {
+	case !found:
+		c.keyMiss(args[1])
+		c.int(0)
+	case e.Type() != shard.TypeHash:
+		c.errWrongType()
+	default:
+		c.int(int64(e.Obj().(*types.Hash).Len()))
 	}
 }
 

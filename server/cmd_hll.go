@@ -27,6 +27,15 @@ const (
 // hllEntry looks key up as a HyperLogLog, replying with Redis's errors for
 // other types and malformed strings.
 func hllEntry(c *Client, sh *shard.Shard, h uint64, key []byte) (e shard.Entry, found, ok bool) {
+	e, found, ok = hllLookup(c, sh, h, key)
+	if !found {
+		c.keyMiss(key) // PFCOUNT and PFMERGE (every key) read as Redis's lookupKeyRead
+	}
+	return e, found, ok
+}
+
+// hllLookup is hllEntry without the keymiss event (PFADD, PFDEBUG write).
+func hllLookup(c *Client, sh *shard.Shard, h uint64, key []byte) (e shard.Entry, found, ok bool) {
 	e, found = sh.Lookup(c.db, h, key, now())
 	if !found {
 		return e, false, true
@@ -51,7 +60,7 @@ func cmdPFAdd(c *Client, args [][]byte) {
 	key := args[1]
 	sh, h := c.lockKey(key)
 	defer c.unlockKey(sh)
-	e, found, ok := hllEntry(c, sh, h, key)
+	e, found, ok := hllLookup(c, sh, h, key)
 	if !ok {
 		return
 	}
@@ -206,7 +215,7 @@ func cmdPFDebug(c *Client, args [][]byte) {
 	key := args[2]
 	sh, h := c.lockKey(key)
 	defer c.unlockKey(sh)
-	e, found, ok := hllEntry(c, sh, h, key)
+	e, found, ok := hllLookup(c, sh, h, key)
 	if !ok {
 		return
 	}

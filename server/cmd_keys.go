@@ -69,6 +69,8 @@ func countKeys(c *Client, keys [][]byte, touch bool) {
 		}
 		if _, ok := lookup(c.db, h, k, t); ok {
 			n++
+		} else {
+			c.keyMiss(k)
 		}
 	}
 	c.int(n)
@@ -79,6 +81,7 @@ func cmdType(c *Client, args [][]byte) {
 	defer c.unlockKey(sh)
 	e, ok := sh.LookupNoTouch(c.db, h, args[1], now())
 	if !ok {
+		c.keyMiss(args[1])
 		c.simple("none")
 		return
 	}
@@ -176,6 +179,7 @@ func cmdCopy(c *Client, args [][]byte) {
 	ssh, sh := c.srv.store.ShardOf(src)
 	e, ok := ssh.Lookup(c.db, sh, src, t)
 	if !ok {
+		c.keyMiss(src) // COPY reads its source as Redis's lookupKeyRead
 		c.int(0)
 		return
 	}
@@ -531,6 +535,7 @@ func ttlGeneric(c *Client, args [][]byte, unit int64, absolute bool) {
 	t := now()
 	e, found := sh.LookupNoTouch(c.db, h, args[1], t)
 	if !found {
+		c.keyMiss(args[1])
 		c.int(-2)
 		return
 	}

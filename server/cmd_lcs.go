@@ -20,6 +20,7 @@ func cmdLCS(c *Client, args [][]byte) {
 		sh, h := c.srv.store.ShardOf(k)
 		e, found := sh.Lookup(c.db, h, k, t)
 		if !found {
+			c.keyMiss(k)
 			continue
 		}
 		if e.Type() != shard.TypeString {

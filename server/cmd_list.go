@@ -178,6 +178,7 @@ func cmdLRange(c *Client, args [][]byte) {
 		return
 	}
 	if !found {
+		c.keyMiss(args[1])
 		c.array(0)
 		return
 	}
@@ -196,6 +197,7 @@ func cmdLIndex(c *Client, args [][]byte) {
 		return
 	}
 	if !found {
+		c.keyMiss(args[1])
 		c.null()
 		return
 	}
@@ -378,6 +380,7 @@ func cmdLPos(c *Client, args [][]byte) {
 		return
 	}
 	if !found {
+		c.keyMiss(args[1])
 		if count >= 0 {
 			c.array(0)
 		} else {

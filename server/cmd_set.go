@@ -35,6 +35,8 @@ func (c *Client) readSet(key []byte) (sh *shard.Shard, s *types.Set, bad bool) {
 	e, found, bad := c.getColl(sh, h, key, shard.TypeSet)
 	if found {
 		s = e.Obj().(*types.Set)
+	} else if !bad {
+		c.keyMiss(key)
 	}
 	return sh, s, bad
 }
@@ -322,6 +324,8 @@ func (c *Client) lockedSets(keys [][]byte) ([]*types.Set, bool) {
 		}
 		if found {
 			sets[i] = e.Obj().(*types.Set)
+		} else {
+			c.keyMiss(k)
 		}
 	}
 	return sets, true

@@ -59,6 +59,7 @@ func sortLookup(c *Client, pat, subst []byte, t int64) ([]byte, bool) {
 	sh, h := c.srv.store.ShardOf(key)
 	e, found := sh.Lookup(c.db, h, key, t)
 	if !found {
+		c.keyMiss(key)
 		return nil, false
 	}
 	if field != nil {
@@ -170,6 +171,9 @@ func sortGeneric(c *Client, args [][]byte, readonly bool) {
 	sh, h := c.srv.store.ShardOf(args[1])
 	e, found := sh.Lookup(c.db, h, args[1], t)
 	typ := shard.TypeList
+	if !found {
+		c.keyMiss(args[1])
+	}
 	if found {
 		typ = e.Type()
 		if typ != shard.TypeList && typ != shard.TypeSet && typ != shard.TypeZSet {

@@ -217,8 +217,18 @@ func (c *Client) rangeReply(s *types.Stream, start, end types.StreamID, count in
 // --- lookups ----------------------------------------------------------------
 
 // readStream finds the stream at key (shard locked by the caller); bad
-// after a WRONGTYPE reply.
+// after a WRONGTYPE reply. A missing key raises keymiss, as Redis's read
+// lookup: the writers that look up as Redis's lookupKeyWrite use streamAt.
 func (c *Client) readStream(sh *shard.Shard, h uint64, key []byte) (e shard.Entry, s *types.Stream, bad bool) {
+	e, s, bad = c.streamAt(sh, h, key)
+	if s == nil && !bad {
+		c.keyMiss(key)
+	}
+	return e, s, bad
+}
+
+// streamAt is readStream without the keymiss event.
+func (c *Client) streamAt(sh *shard.Shard, h uint64, key []byte) (e shard.Entry, s *types.Stream, bad bool) {
 	e, found, bad := c.getColl(sh, h, key, shard.TypeStream)
 	if found {
 		s = e.Obj().(*types.Stream)
@@ -371,7 +381,7 @@ func cmdXAdd(c *Client, args [][]byte) {
 	key := args[1]
 	sh, h := c.lockKey(key)
 	defer c.unlockKey(sh)
-	e, s, bad := c.readStream(sh, h, key)
+	e, s, bad := c.streamAt(sh, h, key)
 	if bad {
 		return
 	}
@@ -465,7 +475,7 @@ func cmdXTrim(c *Client, args [][]byte) {
 	}
 	sh, h := c.lockKey(args[1])
 	defer c.unlockKey(sh)
-	e, s, bad := c.readStream(sh, h, args[1])
+	e, s, bad := c.streamAt(sh, h, args[1])
 	if bad {
 		return
 	}
@@ -549,7 +559,7 @@ func xrangeGeneric(c *Client, args [][]byte, rev bool) {
 func cmdXDel(c *Client, args [][]byte) {
 	sh, h := c.lockKey(args[1])
 	defer c.unlockKey(sh)
-	e, s, bad := c.readStream(sh, h, args[1])
+	e, s, bad := c.streamAt(sh, h, args[1])
 	if bad {
 		return
 	}
@@ -623,7 +633,7 @@ func cmdXSetID(c *Client, args [][]byte) {
 	}
 	sh, h := c.lockKey(args[1])
 	defer c.unlockKey(sh)
-	e, s, bad := c.readStream(sh, h, args[1])
+	e, s, bad := c.streamAt(sh, h, args[1])
 	if bad {
 		return
 	}

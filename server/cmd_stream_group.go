@@ -98,7 +98,7 @@ func cmdXGroup(c *Client, args [][]byte) {
 	key, gname := args[2], args[3]
 	sh, h := c.lockKey(key)
 	defer c.unlockKey(sh)
-	e, s, bad := c.readStream(sh, h, key)
+	e, s, bad := c.streamAt(sh, h, key)
 	if bad {
 		return
 	}

@@ -38,6 +38,7 @@ func cmdGet(c *Client, args [][]byte) {
 	e, ok := sh.Lookup(c.db, h, args[1], now())
 	if !ok {
 		c.srv.stats.keyMisses.Add(1)
+		c.keyMiss(args[1])
 		c.null()
 		return
 	}
@@ -133,6 +134,9 @@ func setGeneric(c *Client, key, val []byte, flags int, expireAt int64) {
 	defer c.unlockKey(sh)
 	e, found := sh.Lookup(c.db, h, key, now())
 	if flags&setGet != 0 {
+		if !found {
+			c.keyMiss(key) // GETSET and SET GET read first, as Redis
+		}
 		if found && e.Type() != shard.TypeString {
 			c.errWrongType()
 			return
@@ -211,6 +215,7 @@ func cmdGetDel(c *Client, args [][]byte) {
 	defer c.unlockKey(sh)
 	e, ok := sh.Lookup(c.db, h, args[1], now())
 	if !ok {
+		c.keyMiss(args[1])
 		c.null()
 		return
 	}
@@ -254,6 +259,7 @@ func cmdGetEx(c *Client, args [][]byte) {
 	defer c.unlockKey(sh)
 	e, ok := sh.Lookup(c.db, h, args[1], now())
 	if !ok {
+		c.keyMiss(args[1])
 		c.null()
 		return
 	}
@@ -292,6 +298,9 @@ func cmdMGet(c *Client, args [][]byte) {
 	for _, k := range keys {
 		sh, h := c.srv.store.ShardOf(k)
 		e, ok := sh.Lookup(c.db, h, k, t)
+		if !ok {
+			c.keyMiss(k)
+		}
 		if !ok || e.Type() != shard.TypeString {
 			c.null()
 			continue
@@ -385,6 +394,7 @@ func cmdStrlen(c *Client, args [][]byte) {
 	defer c.unlockKey(sh)
 	e, ok := sh.Lookup(c.db, h, args[1], now())
 	if !ok {
+		c.keyMiss(args[1])
 		c.int(0)
 		return
 	}
@@ -406,6 +416,7 @@ func cmdGetRange(c *Client, args [][]byte) {
 	defer c.unlockKey(sh)
 	e, ok := sh.Lookup(c.db, h, args[1], now())
 	if !ok {
+		c.keyMiss(args[1])
 		c.bulkString("")
 		return
 	}

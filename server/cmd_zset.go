@@ -55,6 +55,8 @@ func (c *Client) readZSet(key []byte) (sh *shard.Shard, z *types.ZSet, bad bool)
 	e, found, bad := c.getColl(sh, h, key, shard.TypeZSet)
 	if found {
 		z = e.Obj().(*types.ZSet)
+	} else if !bad {
+		c.keyMiss(key)
 	}
 	return sh, z, bad
 }
@@ -469,6 +471,9 @@ func zrangeGeneric(c *Client, args [][]byte, keyIdx int, dst []byte, kind int, r
 		if wrong {
 			c.errWrongType()
 			return
+		}
+		if !found {
+			c.keyMiss(key)
 		}
 		var res []types.ZMember
 		if found {
@@ -959,6 +964,7 @@ func loadZSources(c *Client, keys [][]byte, srcs []zsource) bool {
 		sh, h := c.srv.store.ShardOf(k)
 		e, found := sh.Lookup(c.db, h, k, now())
 		if !found {
+			c.keyMiss(k)
 			continue
 		}
 		switch e.Type() {

@@ -175,6 +175,7 @@ func collLen(t shard.Type) func(c *Client, args [][]byte) {
 		switch {
 		case bad:
 		case !found:
+			c.keyMiss(args[1])
 			c.int(0)
 		default:
 			c.int(int64(e.Obj().(interface{ Len() int }).Len()))

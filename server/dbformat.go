@@ -44,6 +44,7 @@ func (s *Server) initDBFormat(cfg Config) {
 		f.codec = c
 	}
 	s.persist.format = f
+	s.initDBDirs(cfg) // dbdirs.go
 }
 
 // saveNative writes a native snapshot whose summary is path (its own
@@ -51,9 +52,9 @@ func (s *Server) initDBFormat(cfg Config) {
 func (s *Server) saveNative(ctx context.Context, path string, prog *snapshot.Progress, pace int, onCut func(), cut *cutInCommand) (snapshot.Stats, error) {
 	f := s.persist.format
 	return snapshot.SaveNative(ctx, s.store, path, snapshot.NativeOptions{
-		Options: snapshot.Options{OnCut: onCut, Progress: prog, Pace: pace, Busy: s.snapshotBusy(), MaxExtraMemory: f.maxExtra,
+		Options: snapshot.Options{OnCut: onCut, Progress: prog, Pace: pace, Busy: s.snapshotBusy(), MaxExtraMemory: f.maxExtra, Functions: s.functionCodes,
 			KeyDelay: s.keySaveDelay, RunCut: cut.runner(), SlotHeld: cut != nil},
-		Codec: f.codec, Level: f.level,
+		Codec: f.codec, Level: f.level, Dirs: s.stripeDirs(),
 	})
 }
 

@@ -22,6 +22,7 @@ func cmdDump(c *Client, args [][]byte) {
 	defer c.unlockKey(sh)
 	e, ok := sh.Lookup(c.db, h, args[1], now())
 	if !ok {
+		c.keyMiss(args[1])
 		c.null()
 		return
 	}

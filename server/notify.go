@@ -23,11 +23,19 @@ package server
 //     Pub/Sub path (publish), which never takes a shard lock.
 //   - A RESP3 client subscribed to its own events gets them before the reply
 //     of the command that raised them, as from Redis.
+//   - Queuing allocates nothing per event (keys go back to back into one
+//     buffer, recycled with the batch); a drained batch nobody could receive
+//     (kseListened) is dropped before any channel name is built.
+//   - keymiss (class m) is raised by the read lookups only, where Redis's
+//     lookupKeyRead misses (keyMiss): never for a wrong type, never by the
+//     writers' lookups.
 
 import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/damselflydb/damselfly/pubsub"
 )
 
 // Notification classes (Redis's NOTIFY_* values).
@@ -53,18 +61,21 @@ const (
 type keyspaceEvents struct {
 	flags  atomic.Uint32
 	queued atomic.Bool // q is not empty
-	mu     sync.Mutex  // guards q; a leaf lock
+	mu     sync.Mutex  // guards q and keys; a leaf lock
 	q      []kseEvent
+	keys   []byte // the queued events' keys, back to back (no allocation per event)
 	// drainMu serializes publishing so events leave in queue order; never
 	// taken with a shard lock held.
-	drainMu sync.Mutex
-	spare   []kseEvent
+	drainMu   sync.Mutex
+	spare     []kseEvent
+	spareKeys []byte
+	ch, msg   []byte // drainMu's scratch: a channel name, an event name
 }
 
 type kseEvent struct {
-	db    int
-	event string
-	key   []byte
+	db     int
+	event  string
+	off, n int // the key: keys[off:off+n]
 }
 
 // parseKeyspaceEvents turns Redis's class letters into flags; ok is false
@@ -186,7 +197,8 @@ func (s *Server) notifyDB(db int, class uint32, event string, key []byte) {
 
 func (k *keyspaceEvents) push(db int, event string, key []byte) {
 	k.mu.Lock()
-	k.q = append(k.q, kseEvent{db: db, event: event, key: append([]byte(nil), key...)})
+	k.q = append(k.q, kseEvent{db: db, event: event, off: len(k.keys), n: len(key)})
+	k.keys = append(k.keys, key...)
 	k.queued.Store(true)
 	k.mu.Unlock()
 }
@@ -209,11 +221,13 @@ func (s *Server) kseDrain(from *Client) {
 	k.drainMu.Lock()
 	defer k.drainMu.Unlock()
 	k.mu.Lock()
-	batch := k.q
+	batch, keys := k.q, k.keys
 	k.q, k.spare = k.spare[:0], nil
+	k.keys, k.spareKeys = k.spareKeys[:0], nil
 	k.queued.Store(false)
 	k.mu.Unlock()
-	if len(batch) == 0 {
+	if len(batch) == 0 || !s.kseListened() {
+		k.recycle(batch, keys)
 		return
 	}
 	// A subscribed client (RESP3) receives its own events before the reply
@@ -226,33 +240,59 @@ func (s *Server) kseDrain(from *Client) {
 		from.out = from.out[:mark]
 	}
 	f := k.flags.Load()
-	var ch []byte
+	ch, msg := k.ch, k.msg // scratch, reused for every event and drain
 	for i := range batch {
 		ev := &batch[i]
+		key := keys[ev.off : ev.off+ev.n : ev.off+ev.n]
 		if f&kseKeyspace != 0 {
 			ch = append(ch[:0], "__keyspace@"...)
 			ch = strconv.AppendInt(ch, int64(ev.db), 10)
 			ch = append(ch, "__:"...)
-			ch = append(ch, ev.key...)
-			s.publish(from, kindChannel, ch, []byte(ev.event))
+			ch = append(ch, key...)
+			msg = append(msg[:0], ev.event...)
+			s.publish(from, kindChannel, ch, msg)
 		}
 		if f&kseKeyevent != 0 {
 			ch = append(ch[:0], "__keyevent@"...)
 			ch = strconv.AppendInt(ch, int64(ev.db), 10)
 			ch = append(ch, "__:"...)
 			ch = append(ch, ev.event...)
-			s.publish(from, kindChannel, ch, ev.key)
+			s.publish(from, kindChannel, ch, key)
 		}
-		ev.key = nil
 	}
 	if mark >= 0 {
 		from.out = append(from.out, tail...)
 	}
+	if cap(ch) <= 4096 {
+		k.ch, k.msg = ch, msg
+	}
+	k.recycle(batch, keys)
+}
+
+// recycle keeps a drained batch's buffers for the next one (bounded).
+func (k *keyspaceEvents) recycle(batch []kseEvent, keys []byte) {
 	k.mu.Lock()
 	if k.spare == nil && cap(batch) <= 1024 {
 		k.spare = batch[:0]
 	}
+	if k.spareKeys == nil && cap(keys) <= 64<<10 {
+		k.spareKeys = keys[:0]
+	}
 	k.mu.Unlock()
+}
+
+// kseListened reports whether anyone could receive a keyspace event: a
+// pattern subscription, or a channel subscription to a __keyspace@ or
+// __keyevent@ channel. When nobody could, a drained batch is dropped
+// without building a channel name. It asks the Pub/Sub registry (package
+// pubsub) through its public counts.
+func (s *Server) kseListened() bool {
+	channels, patterns, _ := s.pubsub.Counts()
+	if patterns > 0 || channels > 64 {
+		return true // a pattern may match; many channels: not worth a scan
+	}
+	return channels > 0 && (len(s.pubsub.Channels(pubsub.Channel, []byte("__keyspace@*"))) > 0 ||
+		len(s.pubsub.Channels(pubsub.Channel, []byte("__keyevent@*"))) > 0)
 }
 
 // notifyNewKey is the store's new-key hook (under the shard lock).
@@ -265,3 +305,7 @@ func (s *Server) kseAfterCron() {
 		s.kseDrain(nil)
 	}
 }
+
+// keyMiss raises keymiss (class m) for key: called where Redis's read
+// lookup (lookupKeyRead) finds nothing, never for a wrong type.
+func (c *Client) keyMiss(key []byte) { c.notify(kseKeyMiss, "keymiss", key) }

@@ -39,7 +39,7 @@ func normProtected(v string) string {
 
 // protectedConfigs are the CONFIG SET parameters guarded by
 // enable-protected-configs (Redis 7.0's PROTECTED_CONFIG set).
-var protectedConfigs = map[string]bool{"dir": true, "dbfilename": true}
+var protectedConfigs = map[string]bool{"dir": true, "dbfilename": true, "dbdirs": true}
 
 // allowProtected applies one protected-action setting to this client.
 func (c *Client) allowProtected(setting string) bool {

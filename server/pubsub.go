@@ -138,7 +138,7 @@ func (f *pushFrames) frame(proto int) []byte {
 		i = 1
 	}
 	if f.frames[i] == nil {
-		f.frames[i] = appendPush(nil, proto, f.verb, f.pattern, f.channel, f.msg)
+		f.frames[i] = appendPush(make([]byte, 0, 64+len(f.pattern)+len(f.channel)+len(f.msg)), proto, f.verb, f.pattern, f.channel, f.msg)
 	}
 	return f.frames[i]
 }

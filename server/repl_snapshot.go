@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 
-	"github.com/damselflydb/damselfly/replication"
 	"github.com/damselflydb/damselfly/shard"
 	"github.com/damselflydb/damselfly/snapshot"
 )
@@ -21,7 +20,7 @@ func (s *Server) replSnapshot(ctx context.Context, w io.Writer, onCut func()) (i
 // for the swap of pointers only). On error the current dataset stays.
 func (s *Server) replLoad(r io.Reader) (int64, error) {
 	fresh := shard.NewStore(len(s.store.Shards()), s.store.DBNum())
-	st, err := snapshot.LoadWith(fresh, replication.SyncReader(r), "primary's RDB", snapshot.LoadOptions{Limits: s.limits.Load()})
+	st, err := s.loadSyncPayload(fresh, r) // repl_sync.go: RDB, compressed RDB or parallel native
 	if err != nil {
 		fresh.Release()
 		return 0, err

@@ -26,7 +26,9 @@ func (s *Server) initReplication(cfg Config) {
 		Log:         s.log,
 		BacklogSize: int(cfg.ReplBacklogSize),
 		Snapshot:    s.replSnapshot,
-		Load:        s.replLoad,
+		// repl_sync.go: the parallel native format for Damselfly replicas.
+		SnapshotSync: s.replSnapshotSync,
+		Load:         s.replLoad,
 		Exec: func(args [][]byte) {
 			s.master.execute(args)
 			s.master.out = s.master.out[:0]
@@ -123,6 +125,8 @@ func cmdReplconf(c *Client, args [][]byte) {
 				c.replPsync2 = true
 			case eq(val, replication.CapaNative):
 				c.replCapaNative = true
+			case eq(val, replication.CapaParallel):
+				c.replCapaParallel = true
 			}
 		case "ack", "getack":
 			// ACK/GETACK on a connection that is not a replica link:
@@ -144,7 +148,7 @@ func (c *Client) peer() replication.Peer {
 			ip = h
 		}
 	}
-	return replication.Peer{IP: ip, ListenPort: c.replPort, CapaEOF: c.replCapaEOF, CapaPsync2: c.replPsync2, CapaNative: c.replCapaNative}
+	return replication.Peer{IP: ip, ListenPort: c.replPort, CapaEOF: c.replCapaEOF, CapaPsync2: c.replPsync2, CapaNative: c.replCapaNative, CapaParallel: c.replCapaParallel}
 }
 
 func cmdPsync(c *Client, args [][]byte) { c.startSync(string(args[1]), args[2], false) }

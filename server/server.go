@@ -127,6 +127,11 @@ type Config struct {
 	// MasterUser is masteruser, the ACL user the replication handshake
 	// authenticates as with MasterAuth (masterauth.go).
 	MasterUser string
+
+	// Snapshot striping (dbdirs.go): DBDirs spreads a native dump's shard
+	// files round-robin over these directories (--dbdirs); empty: all
+	// next to the dump.
+	DBDirs []string
 }
 
 // liveConfig holds the settings CONFIG SET may change while serving.
@@ -245,6 +250,9 @@ type Server struct {
 
 	acl aclState // users, the ACL log and file (acl.go)
 	tls tlsState // TLS listeners and configuration (tls.go)
+
+	// Snapshot striping (dbdirs.go): --dbdirs / CONFIG SET dbdirs.
+	dbDirs atomic.Pointer[[]string]
 }
 
 // New prepares a server; Start opens its listeners.

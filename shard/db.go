@@ -31,6 +31,9 @@ type DB struct {
 	// fieldTTLKeys: keys that held a hash with field deadlines when last
 	// seen (fieldexpiry.go); nil until there is one.
 	fieldTTLKeys map[string]struct{}
+	// shared: big strings shared with a running snapshot
+	// (snapshot_share.go); nil when none.
+	shared *sharedStrs
 }
 
 // newDB makes an empty DB whose tables stamp changed buckets with version
@@ -166,7 +169,7 @@ func (d *DB) overwrite(pos dash.Pos, h uint64, key []byte, v Value, flags byte, 
 	}
 	d.valBytes += int64(vlen - len(old.val))
 	oldSize := encodedSize(old.flags, len(old.key), len(old.val))
-	if len(oldMem) == slab.ClassSize(size) {
+	if len(oldMem) == slab.ClassSize(size) && d.reuseInPlace(pos, oldRef, oldMem) {
 		// Same size class: overwrite in place. Replace with the same ref
 		// tells the index (and a running snapshot) that the bucket changes.
 		d.main.Replace(pos, oldRef)
@@ -200,6 +203,7 @@ func (d *DB) overwrite(pos dash.Pos, h uint64, key []byte, v Value, flags byte, 
 	} else if flags&flagExpire != 0 {
 		d.expires.Insert(h, ref)
 	}
+	d.forgetShared(oldRef)
 	d.slab.Free(oldRef, oldSize)
 	return Entry{db: d, pos: pos, ref: ref, h: h, hdr: decodeHeader(mem)}
 }
@@ -334,6 +338,7 @@ func (d *DB) Delete(e *Entry) {
 		d.freeObj(binary.LittleEndian.Uint32(e.hdr.val))
 	}
 	d.valBytes -= int64(len(e.hdr.key) + len(e.hdr.val))
+	d.forgetShared(e.ref)
 	d.slab.Free(e.ref, encodedSize(e.hdr.flags, len(e.hdr.key), len(e.hdr.val)))
 	*e = Entry{}
 }
@@ -354,6 +359,7 @@ func (d *DB) Modify(e *Entry) types.W {
 		d.touchWatched(e.hdr.key, false)
 	}
 	d.main.Replace(e.pos, e.ref)
+	d.unshare(e.ref)
 	return grant(e)
 }
 
@@ -363,6 +369,7 @@ func (d *DB) Modify(e *Entry) types.W {
 func (d *DB) ModifyUnwatched(e *Entry) types.W {
 	*d.dirty++
 	d.main.Replace(e.pos, e.ref)
+	d.unshare(e.ref)
 	return grant(e)
 }
 

@@ -5,9 +5,11 @@ import "github.com/damselflydb/damselfly/shard/types"
 // Hash field expiry (Redis 7.4+). A hash whose fields carry deadlines
 // implements FieldExpirer; the shard never reads its fields, it only asks
 // it to drop the expired ones:
-//   - lazily, in LookupNoTouch, before any command sees the hash, so an
-//     expired field is never visible (a hash whose last field expired is
-//     deleted, and the lookup misses);
+//   - lazily, in LookupNoTouch, before any command sees the hash (a hash
+//     whose last field expired is deleted, and the lookup misses) -- except
+//     on a replica, while CLIENT PAUSE WRITE holds expiry, and for HLEN
+//     (LookupStaleFields), which counts the fields not yet reclaimed as
+//     Redis 7.4 does; there the readers hide expired fields themselves;
 //   - actively, in ExpireCycle, over the keys the DB remembers as holding
 //     such a hash (DB.fieldTTLKeys: a hint set, filled when a hash with
 //     deadlines is stored, looked up or given one by NoteFieldTTL, and

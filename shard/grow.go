@@ -26,6 +26,7 @@ func (d *DB) GrowString(e *Entry, n int) (Entry, bool) {
 		d.touchWatched(e.hdr.key, false)
 	}
 	d.main.Replace(e.pos, e.ref) // the pre-change hook sees the old value
+	d.unshare(e.ref)
 	mem, _ := d.slab.GrowLarge(e.ref, newSize)
 	binary.PutUvarint(mem[1+atimeSize+uvarintLen(uint64(len(e.hdr.key))):], uint64(n))
 	d.slab.AdjustRequested(newSize - oldSize)

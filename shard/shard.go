@@ -130,6 +130,22 @@ func (sh *Shard) Lookup(db int, h uint64, key []byte, now int64) (Entry, bool) {
 // LookupNoTouch is Lookup without recording an access (EXISTS, TYPE, TTL,
 // OBJECT: Redis's LOOKUP_NOTOUCH).
 func (sh *Shard) LookupNoTouch(db int, h uint64, key []byte, now int64) (Entry, bool) {
+	return sh.lookup(db, h, key, now, true)
+}
+
+// LookupStaleFields is Lookup that leaves a hash's expired fields for the
+// active cycle (or a later lookup) to reclaim: HLEN counts them, as Redis
+// 7.4's HLEN does until they are reclaimed.
+func (sh *Shard) LookupStaleFields(db int, h uint64, key []byte, now int64) (Entry, bool) {
+	e, ok := sh.lookup(db, h, key, now, false)
+	if ok && !sh.noTouch {
+		sh.Tick(now)
+		e.db.Touch(&e)
+	}
+	return e, ok
+}
+
+func (sh *Shard) lookup(db int, h uint64, key []byte, now int64, reclaimFields bool) (Entry, bool) {
 	d := sh.dbs[db]
 	if d == nil {
 		return Entry{}, false
@@ -147,7 +163,10 @@ func (sh *Shard) LookupNoTouch(db int, h uint64, key []byte, now int64) (Entry, 
 		}
 		return Entry{}, false
 	}
-	if fe, due := fieldsDue(&e, now); due && !sh.replica {
+	if !reclaimFields || sh.replica || sh.expiryPaused {
+		return e, true // expired fields stay; readers hide them (server's readHash)
+	}
+	if fe, due := fieldsDue(&e, now); due {
 		if sh.expireFields(db, d, &e, fe, now) {
 			return Entry{}, false
 		}

@@ -77,6 +77,7 @@ func (sh *Shard) StartSnapshot(sink SnapshotSink) *Snapshot {
 		d.main.OnBeforeChange(func(b dash.Bucket) {
 			sink.AfterHook(s.capture(i, d, b))
 		})
+		d.startSharing(sink) // snapshot_share.go
 	}
 	sh.snap = s
 	return s
@@ -126,6 +127,7 @@ func (s *Snapshot) Finish() {
 	for _, d := range s.dbs {
 		if d != nil {
 			d.main.OnBeforeChange(nil)
+			d.stopSharing()
 		}
 	}
 	for _, d := range s.flushed {

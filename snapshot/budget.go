@@ -71,6 +71,19 @@ func (b *budget) waitBelow(n int64, abort <-chan struct{}) bool {
 	}
 }
 
+// adjust adds n (which may be negative) to the bytes in flight without
+// waiting: a chunk taking over the charge of the values it encodes.
+func (b *budget) adjust(n int64) {
+	b.mu.Lock()
+	b.used += n
+	b.peak = max(b.peak, b.used)
+	if n < 0 {
+		close(b.wake)
+		b.wake = make(chan struct{})
+	}
+	b.mu.Unlock()
+}
+
 // release returns n bytes reserved by acquire.
 func (b *budget) release(n int64) {
 	b.mu.Lock()

@@ -63,6 +63,9 @@ type NativeOptions struct {
 	Options             // OnCut, Aux, Progress, Pace, Busy, Version (of the inner RDB streams)
 	Codec   block.Codec // compression of the blocks
 	Level   int         // codec level (see block.NewWriter)
+	// Dirs, when set, stripes the shard files over these directories
+	// (stripe.go); the summary stays at the dump's path.
+	Dirs []string
 }
 
 // Summary describes a native snapshot.
@@ -77,6 +80,8 @@ type Summary struct {
 	DBExpires []uint64          `json:"db_expires"`
 	Aux       map[string]string `json:"aux,omitempty"`
 	Files     []NativeFile      `json:"files"`
+	// Functions are the FUNCTION libraries' codes at the cut.
+	Functions []string `json:"functions,omitempty"`
 }
 
 // NativeFile is one shard file of a native snapshot.
@@ -85,6 +90,9 @@ type NativeFile struct {
 	Bytes    int64  `json:"bytes"`
 	CRC32C   uint32 `json:"crc32c"`
 	RawBytes int64  `json:"raw_bytes"` // its RDB stream, uncompressed
+	// Dir is the file's directory when striped (stripe.go), absolute;
+	// empty: next to the summary.
+	Dir string `json:"dir,omitempty"`
 }
 
 // IsNative reports whether the file at path is a native summary.
@@ -122,18 +130,17 @@ func SaveNative(ctx context.Context, st *shard.Store, path string, opt NativeOpt
 	id := newID()
 	nshards := len(st.Shards())
 	files := make([]*os.File, nshards)
-	names := make([]string, nshards)
+	fdirs, names := stripeLayout(dir, base, id, nshards, opt.Dirs) // stripe.go
 	cleanup := func() {
 		for i, f := range files {
 			if f != nil {
 				f.Close()
-				os.Remove(filepath.Join(dir, names[i]))
+				os.Remove(filepath.Join(fdirs[i], names[i]))
 			}
 		}
 	}
 	for i := range files {
-		names[i] = fmt.Sprintf("%s.%s.%d.dfs", base, id, i)
-		f, err := os.OpenFile(filepath.Join(dir, names[i]), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		f, err := os.OpenFile(filepath.Join(fdirs[i], names[i]), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		if err != nil {
 			cleanup()
 			return Stats{}, err
@@ -161,11 +168,17 @@ func SaveNative(ctx context.Context, st *shard.Store, path string, opt NativeOpt
 	sum.ID = id
 	for i := range sum.Files {
 		sum.Files[i].Name = names[i]
+		if fdirs[i] != dir {
+			sum.Files[i].Dir = fdirs[i]
+		}
 	}
 	removeNew := func() {
-		for _, n := range names {
-			os.Remove(filepath.Join(dir, n))
+		for i, n := range names {
+			os.Remove(filepath.Join(fdirs[i], n))
 		}
+	}
+	if err == nil {
+		err = syncStripeDirs(dir, fdirs)
 	}
 	if err != nil {
 		removeNew()
@@ -197,6 +210,7 @@ func SaveNative(ctx context.Context, st *shard.Store, path string, opt NativeOpt
 			}
 		}
 	}
+	removeOldStripes(dir, base, id, opt.Dirs)
 	stats.Duration = time.Since(start)
 	for _, f := range sum.Files {
 		stats.Bytes += f.Bytes
@@ -253,10 +267,10 @@ func writeNative(ctx context.Context, st *shard.Store, ws []io.Writer, opt Nativ
 	}
 	r := &run{version: version, abort: make(chan struct{}), free: make(chan []byte, 2*len(ws)), keys: &prog.Keys,
 		limits: rdb.Limits{NoCompression: true}, pace: opt.Pace, busy: opt.Busy, keyDelay: opt.KeyDelay, perShard: true, mem: newBudget(opt.MaxExtraMemory)}
-	sers, keys, expires, mem, _ := r.cut(st, opt.Options, prog)
+	sers, keys, expires, mem, functions := r.cut(st, opt.Options, prog)
 	aux := append(rdb.DefaultAux(mem), opt.Aux...)
 	sum := Summary{Format: "damselfly-native", Version: NativeFormatVersion, CreatedMs: r.cutMs, Shards: len(sers),
-		Codec: opt.Codec.String(), DBKeys: keys, DBExpires: expires, Aux: map[string]string{}, Files: make([]NativeFile, len(sers))}
+		Codec: opt.Codec.String(), DBKeys: keys, DBExpires: expires, Aux: map[string]string{}, Files: make([]NativeFile, len(sers)), Functions: functions}
 	for _, a := range aux {
 		sum.Aux[a.Key] = a.Value
 	}
@@ -290,7 +304,9 @@ func writeNative(ctx context.Context, st *shard.Store, ws []io.Writer, opt Nativ
 	if err := r.failed(); err != nil {
 		return Summary{}, Stats{}, err
 	}
-	return sum, Stats{Keys: r.keys.Load(), Paused: time.Duration(r.paused.Load()), InFlightPeak: r.mem.maxUsed()}, nil
+	stats := Stats{Keys: r.keys.Load(), Paused: time.Duration(r.paused.Load()), InFlightPeak: r.mem.maxUsed()}
+	r.waits.fill(&stats)
+	return sum, stats, nil
 }
 
 // writeShard is the writer of one shard's file: it drains the shard's
@@ -371,6 +387,9 @@ func ReadSummary(path string) (Summary, error) {
 		if nf.Name == "" || strings.ContainsAny(nf.Name, `/\`) || nf.Name == "." || nf.Name == ".." {
 			return sum, fmt.Errorf("%s: bad shard file name %q", path, nf.Name)
 		}
+		if err := checkStripeDir(nf.Dir); err != nil {
+			return sum, fmt.Errorf("%s: %w", path, err)
+		}
 	}
 	return sum, nil
 }
@@ -411,7 +430,7 @@ func LoadNative(st *shard.Store, path string, lo LoadOptions) (Stats, error) {
 	// most ~8x), so a bad summary cannot make us reserve without bound.
 	var onDisk uint64
 	for _, nf := range sum.Files {
-		if fi, err := os.Stat(filepath.Join(dir, nf.Name)); err == nil {
+		if fi, err := os.Stat(nf.filePath(dir)); err == nil {
 			onDisk += uint64(fi.Size())
 		}
 	}
@@ -427,7 +446,7 @@ func LoadNative(st *shard.Store, path string, lo LoadOptions) (Stats, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = loadShardFile(l, filepath.Join(dir, nf.Name), nf, lo)
+			errs[i] = loadShardFile(l, nf.filePath(dir), nf, lo)
 			if errs[i] != nil {
 				l.fail(errs[i])
 			}
@@ -449,7 +468,7 @@ func LoadNative(st *shard.Store, path string, lo LoadOptions) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	return Stats{Keys: keys, Bytes: total, Duration: time.Since(start)}, nil
+	return Stats{Keys: keys, Bytes: total, Duration: time.Since(start), Functions: sum.Functions}, nil
 }
 
 func loadShardFile(l *loader, name string, nf NativeFile, lo LoadOptions) error {

@@ -171,7 +171,7 @@ func main() {
 			}(admin[i], name)
 		}
 	}
-	must(cl[0].Do(ctx, "CLUSTERX", "MIGRATE", *slots, ids[1]).Err())
+	must(cl[0].Do(ctx, "CLUSTERX", "MIGRATE", *slots, ids[1], "async").Err()) // async: sample memory from the start
 	var peakSrc, peakDst int64
 	for poll := 0; ; poll++ {
 		s := infoField(ctx, cl[0], "cluster", "migrating_state")

@@ -15,8 +15,10 @@ import (
 	"io"
 	"log"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/damselflydb/damselfly/snapshot/block"
@@ -32,7 +34,16 @@ func main() {
 	size := flag.Int("size", 100, "value bytes")
 	par := flag.Int("par", 2, "goroutines compressing at once")
 	random := flag.Bool("random", false, "random printable values instead of DEBUG POPULATE's")
+	file := flag.String("file", "", "compress this file (e.g. an uncompressed RDB dump of the dataset) instead of generated records")
 	flag.Parse()
+	if *file != "" {
+		data, err := os.ReadFile(*file)
+		if err != nil {
+			log.Fatal(err)
+		}
+		run(data, *par)
+		return
+	}
 	var buf bytes.Buffer
 	w := rdb.NewWriter(&buf, 0)
 	if err := w.Header(nil); err != nil {
@@ -56,16 +67,21 @@ func main() {
 	if err := w.Close(); err != nil {
 		log.Fatal(err)
 	}
-	data := buf.Bytes()
-	fmt.Printf("input %.1f MB per goroutine, %d goroutines\n", float64(len(data))/1e6, *par)
+	run(buf.Bytes(), *par)
+}
+
+// run compresses data with every codec on par goroutines at once, then
+// decompresses and checks it (block.Reader) the same way.
+func run(data []byte, par int) {
+	fmt.Printf("input %.1f MB per goroutine, %d goroutines\n", float64(len(data))/1e6, par)
 	for _, c := range []struct {
 		codec block.Codec
 		level int
 	}{{block.Raw, 0}, {block.S2, 1}, {block.S2, 2}, {block.Zstd, 1}, {block.Zstd, 2}} {
 		var wg sync.WaitGroup
-		sizes := make([]int64, *par)
-		start := time.Now()
-		for g := 0; g < *par; g++ {
+		sizes := make([]int64, par)
+		start, cpu0 := time.Now(), cpuSeconds()
+		for g := 0; g < par; g++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -84,8 +100,38 @@ func main() {
 			}()
 		}
 		wg.Wait()
-		d := time.Since(start)
-		fmt.Printf("%-5s level %d: %7.0f MB/s of input over %d goroutines, %.1f MB -> %.1f MB (%.1fx)\n",
-			c.codec, c.level, float64(len(data))*float64(*par)/1e6/d.Seconds(), *par, float64(len(data))/1e6, float64(sizes[0])/1e6, float64(len(data))/float64(sizes[0]))
+		d, ccpu := time.Since(start), cpuSeconds()-cpu0
+		var one bytes.Buffer
+		bw, _ := block.NewWriter(&one, c.codec, c.level)
+		bw.Write(data)
+		bw.Close()
+		dstart, dcpu0 := time.Now(), cpuSeconds()
+		for g := 0; g < par; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				br := block.NewReader(bytes.NewReader(one.Bytes()), "bench")
+				defer br.Close()
+				if n, err := io.Copy(io.Discard, br); err != nil || n != int64(len(data)) {
+					log.Fatalf("decode: %d bytes, %v", n, err)
+				}
+			}()
+		}
+		wg.Wait()
+		dd, dcpu := time.Since(dstart), cpuSeconds()-dcpu0
+		fmt.Printf("%-5s level %d: compress %7.0f MB/s, decompress %7.0f MB/s of raw input over %d goroutines, %.1f MB -> %.1f MB (%.1fx)\n",
+			c.codec, c.level, float64(len(data))*float64(par)/1e6/d.Seconds(), float64(len(data))*float64(par)/1e6/dd.Seconds(), par,
+			float64(len(data))/1e6, float64(sizes[0])/1e6, float64(len(data))/float64(sizes[0]))
+		// Per CPU second: what one core sustains, whatever the neighbours
+		// take (the wall-time rates above shrink on a shared machine).
+		fmt.Printf("      per CPU second: compress %7.0f MB, decompress %7.0f MB\n",
+			float64(len(data))*float64(par)/1e6/ccpu, float64(len(data))*float64(par)/1e6/dcpu)
 	}
+}
+
+// cpuSeconds is this process's user+system CPU time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }

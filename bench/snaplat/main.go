@@ -11,7 +11,11 @@
 // says the save is over. Every SET's latency is recorded in the phase it
 // started in (no save / save), and Pss is sampled every 50 ms: the report
 // gives ops/s, p50/p99/p99.9/max latency per phase and the peak Pss of each
-// phase over idle.
+// phase over idle, the server's own SET latency percentiles per phase (INFO
+// latencystats, reset by CONFIG RESETSTAT at each phase's start), the
+// server's CPU per SET per phase from /proc/PID/stat (utime+stime of the
+// process, and separately of its reaped children: Redis's fork), and the
+// fork time Redis reports (INFO stats latest_fork_usec).
 package main
 
 import (
@@ -63,6 +67,10 @@ func main() {
 		time.Sleep(2 * time.Second)
 	}
 	idle := pss(*pid)
+	must(rc.ConfigResetStat(ctx).Err())
+	cpu0 := cpuTicks(*pid)
+	var srvLat [2]string
+	var cpu [2][2]int64 // phase -> self, children ticks
 
 	var phase atomic.Int32 // 0 no save, 1 save, 2 stop
 	var mu sync.Mutex
@@ -121,6 +129,9 @@ func main() {
 		}
 	}()
 	time.Sleep(*before)
+	srvLat[0] = setLatency(ctx, rc)
+	cpu1 := cpuTicks(*pid)
+	must(rc.ConfigResetStat(ctx).Err())
 	t0 := time.Now()
 	phase.Store(1)
 	must(rc.BgSave(ctx).Err())
@@ -134,6 +145,16 @@ func main() {
 	saveDur := time.Since(t0)
 	saveEnd := time.Since(start)
 	phase.Store(2)
+	srvLat[1] = setLatency(ctx, rc)
+	cpu2 := cpuTicks(*pid)
+	cpu[0] = [2]int64{cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]}
+	cpu[1] = [2]int64{cpu2[0] - cpu1[0], cpu2[1] - cpu1[1]}
+	fork := "-"
+	for _, l := range strings.Split(rc.Info(ctx, "stats").Val(), "\r\n") {
+		if s, ok := strings.CutPrefix(l, "latest_fork_usec:"); ok {
+			fork = s + " µs"
+		}
+	}
 	wg.Wait()
 	close(stopSampling)
 	<-sampled
@@ -153,7 +174,7 @@ func main() {
 		}
 		fmt.Println()
 	}
-	fmt.Printf("keys %d x %d B, %d clients | idle Pss %.1f MiB | save %.2f s (%s)\n", *keys, *size, *clients, mib(idle), saveDur.Seconds(), status)
+	fmt.Printf("keys %d x %d B, %d clients | idle Pss %.1f MiB | save %.2f s (%s) | latest_fork_usec %s | load average %s\n", *keys, *size, *clients, mib(idle), saveDur.Seconds(), status, fork, loadavg())
 	for i, name := range []string{"no save", "during save"} {
 		l := lat[i]
 		slices.Sort(l)
@@ -163,7 +184,49 @@ func main() {
 		}
 		fmt.Printf("  %-11s SETs %7d  %8.0f ops/s  p50 %8s  p99 %8s  p99.9 %8s  max %8s  peak Pss %.1f MiB (+%.1f MiB over idle)\n",
 			name, len(l), float64(len(l))/d.Seconds(), q(l, 0.5), q(l, 0.99), q(l, 0.999), q(l, 1), mib(peak[i].Load()), mib(peak[i].Load()-idle))
+		if len(l) > 0 {
+			fmt.Printf("  %-11s server SET latency (usec) %s | server CPU %.1f µs/SET (+ children %.1f µs/SET)\n", "",
+				srvLat[i], float64(cpu[i][0])*1e6/ticksPerSec/float64(len(l)), float64(cpu[i][1])*1e6/ticksPerSec/float64(len(l)))
+		}
 	}
+}
+
+// ticksPerSec is the kernel's USER_HZ (/proc/PID/stat's unit).
+const ticksPerSec = 100
+
+// cpuTicks returns utime+stime of pid and cutime+cstime (its reaped
+// children) from /proc/PID/stat.
+func cpuTicks(pid int) [2]int64 {
+	if pid == 0 {
+		return [2]int64{}
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return [2]int64{}
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // f[0] is field 3 (state)
+	n := func(i int) int64 { v, _ := strconv.ParseInt(f[i-3], 10, 64); return v }
+	return [2]int64{n(14) + n(15), n(16) + n(17)}
+}
+
+// setLatency is INFO latencystats' line for SET.
+func setLatency(ctx context.Context, rc *redis.Client) string {
+	for _, l := range strings.Split(rc.Info(ctx, "latencystats").Val(), "\r\n") {
+		if s, ok := strings.CutPrefix(l, "latency_percentiles_usec_set:"); ok {
+			return s
+		}
+	}
+	return "-"
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func q(l []time.Duration, f float64) string {

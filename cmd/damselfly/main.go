@@ -62,6 +62,7 @@ type cli struct {
 	Dbformat         string           `help:"Dump format of saves: rdb (Redis's, one file) or native (one compressed file per shard, written and loaded in parallel). Loading detects either." default:"rdb" enum:"rdb,native" env:"DAMSELFLY_DBFORMAT"`
 	Dbcompression    string           `help:"Compression of native dumps: s2, zstd or none." default:"s2" enum:"s2,zstd,none" env:"DAMSELFLY_DBCOMPRESSION"`
 	DbcompressionLvl int              `name:"dbcompression-level" help:"Level of --dbcompression (s2: 1-3, zstd: 1-4; 0 = default)." default:"0" env:"DAMSELFLY_DBCOMPRESSION_LEVEL"`
+	Dbdirs           []string         `name:"dbdirs" sep:"," help:"Stripe native dumps' per-shard files round-robin over these directories (e.g. /disk1,/disk2); the summary stays in --dir." env:"DAMSELFLY_DBDIRS"`
 	SnapMaxExtra     memory           `name:"snapshot-max-extra-memory" help:"Most encoded bytes a save or full sync holds in flight (e.g. 64mb); past it, writes to keys not yet saved wait for the save." default:"64mb" env:"DAMSELFLY_SNAPSHOT_MAX_EXTRA_MEMORY"`
 	Loglevel         string           `help:"debug, verbose, notice or warning." default:"notice" enum:"debug,verbose,notice,warning" env:"DAMSELFLY_LOGLEVEL"`
 	Version          kong.VersionFlag `help:"Print the version and exit."`
@@ -151,6 +152,7 @@ func main() {
 	cfg.Admin = c.Admin.config()
 	cfg.ConfigFile = cf.absPath()
 	cfg.ClusterMode = c.ClusterMode
+	cfg.DBDirs = c.Dbdirs // dbdirs.go
 	srv := server.New(cfg)
 	if err := cf.applyRuntime(srv); err != nil { // conffile.go
 		fmt.Fprintln(os.Stderr, "damselfly:", err)
@@ -257,6 +259,9 @@ func validate(c *cli) error {
 	}
 	if err := c.TLS.validate(); err != nil {
 		return err
+	}
+	if err := server.CheckDBDirs(c.Dbdirs); err != nil {
+		return fmt.Errorf("--dbdirs: %v", err)
 	}
 	if strings.ContainsRune(c.Dbfilename, '/') {
 		return fmt.Errorf("--dbfilename %q: must be a file name, not a path", c.Dbfilename)

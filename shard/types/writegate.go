@@ -153,3 +153,10 @@ func (h *Hash) ExpireFields(w W, now int64, fn func(field []byte)) int {
 	w.Check(h)
 	return h.expireFields(now, fn)
 }
+
+// CloneW is Clone with the right to change the copy (a new object, stored
+// nowhere yet).
+func (h *Hash) CloneW() (*Hash, W) {
+	c := h.Clone()
+	return c, writegate.Grant(c)
+}

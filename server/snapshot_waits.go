@@ -1,0 +1,25 @@
+package server
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/damselflydb/damselfly/snapshot"
+)
+
+// saveWaits is the "DB saved" log line's account of what the save cost
+// writers (snapshot.Stats): the longest pre-change hook run and traversal
+// lock hold (a writer of that shard waited at most about their sum), the
+// number and mean of each, and the time hooks waited for the memory budget.
+func saveWaits(st snapshot.Stats) string {
+	mean := func(total time.Duration, n int64) time.Duration {
+		if n == 0 {
+			return 0
+		}
+		return (total / time.Duration(n)).Round(time.Microsecond)
+	}
+	return fmt.Sprintf("hook max %v (%v without budget waits) mean %v n %d; hold max %v mean %v n %d; hook budget wait %v",
+		st.HookMax.Round(time.Microsecond), st.HookWorkMax.Round(time.Microsecond), mean(st.HookTotal, st.Hooks), st.Hooks,
+		st.HoldMax.Round(time.Microsecond), mean(st.HoldTotal, st.Holds), st.Holds,
+		st.HookBudgetWait.Round(time.Microsecond))
+}

@@ -1,0 +1,102 @@
+package shard
+
+import (
+	"github.com/damselflydb/damselfly/dash"
+	"github.com/damselflydb/damselfly/shard/slab"
+)
+
+// Big strings shared with a running snapshot (docs/architecture.md,
+// "Forkless snapshots"). A string held in a large slab chunk (over
+// slab.MaxSmall bytes: a Go byte slice of its own, which the slab drops to
+// the garbage collector when freed) need not be copied by the snapshot
+// under the shard lock: its sink may take a reference instead
+// (Entry.ShareStr, Entry.Share) and encode the bytes later, off the lock, so a writer
+// that captures a bucket of 10 MB values pays microseconds, not a copy.
+//
+// Invariants, while a snapshot runs on the shard:
+//   - The DB never writes into the value bytes of a shared chunk. An
+//     overwrite of a large value by one of the same size, which would reuse
+//     the chunk, allocates a new one instead (DB.overwrite). Before a change
+//     in place (Modify, ModifyUnwatched, GrowString), after the pre-change
+//     hook ran, the sink is told to stop reading the bytes
+//     (StrSharer.Unshare: it copies what it has not encoded yet), and only
+//     then do they change.
+//   - Freeing a shared chunk only forgets it: the sink's reference keeps
+//     the old bytes alive and unchanged (the slab dropped the slice).
+//   - Snapshot.Finish forgets every shared chunk, so the sink must have
+//     encoded (or copied) every value it shared before it calls Finish.
+
+// StrSharer is implemented by a SnapshotSink that shares big strings.
+type StrSharer interface {
+	// Unshare is called, shard locked, before the bytes of a value the
+	// sink shared (token from ShareStr) change in place. On return the sink
+	// must no longer read them.
+	Unshare(token any)
+}
+
+// sharedStrs is a DB's record of the chunks shared with the running
+// snapshot (nil when no snapshot shares).
+type sharedStrs struct {
+	refs map[dash.Ref]any // chunk -> the sink's token
+	sink StrSharer
+}
+
+// ShareStr returns the value of a string entry held in a large chunk
+// without copying it; false for small values, collections, or when the
+// sink does not share. The sink then records the chunk as shared under its
+// token (Share) before it keeps the bytes. Only a SnapshotSink's Entry may
+// call them, for the entry it was handed.
+func (e *Entry) ShareStr() ([]byte, bool) {
+	d := e.db
+	if d == nil || d.shared == nil || Type(e.hdr.flags&typeMask) != TypeString || !d.slab.IsLarge(e.ref) {
+		return nil, false
+	}
+	return e.hdr.val, true
+}
+
+// Share records e's chunk (ShareStr said true) as shared under token.
+func (e *Entry) Share(token any) { e.db.shared.refs[e.ref] = token }
+
+// startSharing makes the DB keep its large chunks for the sink (StartSnapshot).
+func (d *DB) startSharing(sink SnapshotSink) {
+	if s, ok := sink.(StrSharer); ok {
+		d.shared = &sharedStrs{refs: make(map[dash.Ref]any), sink: s}
+	}
+}
+
+// stopSharing ends the sharing (Snapshot.Finish).
+func (d *DB) stopSharing() { d.shared = nil }
+
+// reuseInPlace reports whether an overwrite may write the new value into
+// the old chunk (ref, its bytes mem, at pos): not when it is a large chunk
+// shared with the running snapshot. The pre-change hook runs here, first,
+// so that a chunk it shares now is not reused either; a chunk whose bucket
+// was captured before, or that is not shared, is reused (only the first
+// overwrite of a key the snapshot shares allocates, as a fork copies a
+// page on its first write).
+func (d *DB) reuseInPlace(pos dash.Pos, ref dash.Ref, mem []byte) bool {
+	if d.shared == nil || len(mem) <= slab.MaxSmall {
+		return true
+	}
+	d.main.Replace(pos, ref) // the hook; the in-place path's own Replace is then a no-op for it
+	_, shared := d.shared.refs[ref]
+	return !shared
+}
+
+// unshare is called before ref's bytes change in place (hook already run).
+func (d *DB) unshare(ref dash.Ref) {
+	if d.shared == nil {
+		return
+	}
+	if tok, ok := d.shared.refs[ref]; ok {
+		delete(d.shared.refs, ref)
+		d.shared.sink.Unshare(tok)
+	}
+}
+
+// forgetShared is called when ref is freed: the sink keeps the bytes.
+func (d *DB) forgetShared(ref dash.Ref) {
+	if d.shared != nil {
+		delete(d.shared.refs, ref)
+	}
+}
