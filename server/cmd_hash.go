@@ -55,23 +55,23 @@ func (c *Client) readHashStale(key []byte) (sh *shard.Shard, hs *types.Hash, bad
 }
 
 // writeHash finds (or, with create, makes) the hash at key in the locked
-// shard, calling Modify on an existing one. A new hash is stored at once;
+// shard, calling Modify on an existing one, and the right to change it. A new hash is stored at once;
 // the caller deletes it when it ends up empty.
-func (c *Client) writeHash(sh *shard.Shard, h uint64, key []byte, create bool) (e shard.Entry, hs *types.Hash, bad bool) {
+func (c *Client) writeHash(sh *shard.Shard, h uint64, key []byte, create bool) (e shard.Entry, hs *types.Hash, w types.W, bad bool) {
 	e, found, bad := c.getColl(sh, h, key, shard.TypeHash)
 	if bad {
-		return e, nil, true
+		return e, nil, w, true
 	}
 	if found {
-		sh.DB(c.db).Modify(&e)
-		return e, e.Obj().(*types.Hash), false
+		w = sh.DB(c.db).Modify(&e)
+		return e, e.Obj().(*types.Hash), w, false
 	}
 	if !create {
-		return e, nil, false
+		return e, nil, w, false
 	}
-	hs = types.NewHash()
+	hs, w = types.NewHash()
 	e = sh.DB(c.db).Put(h, key, shard.Value{Type: shard.TypeHash, Obj: hs})
-	return e, hs, false
+	return e, hs, w, false
 }
 
 func hsetGeneric(c *Client, args [][]byte, hmset bool) {
@@ -81,14 +81,14 @@ func hsetGeneric(c *Client, args [][]byte, hmset bool) {
 	}
 	sh, h := c.lockKey(args[1])
 	defer c.unlockKey(sh)
-	_, hs, bad := c.writeHash(sh, h, args[1], true)
+	_, hs, w, bad := c.writeHash(sh, h, args[1], true)
 	if bad {
 		return
 	}
 	added := 0
 	lim := c.lim()
 	for i := 2; i < len(args); i += 2 {
-		if hs.Set(args[i], args[i+1], lim) {
+		if hs.Set(w, args[i], args[i+1], lim) {
 			added++
 		}
 	}
@@ -111,8 +111,8 @@ func cmdHSetNX(c *Client, args [][]byte) {
 		c.int(0)
 		return
 	}
-	_, hs, _ := c.writeHash(sh, h, args[1], true)
-	hs.Set(args[2], args[3], c.lim())
+	_, hs, w, _ := c.writeHash(sh, h, args[1], true)
+	hs.Set(w, args[2], args[3], c.lim())
 	c.notify(kseHash, "hset", args[1])
 	c.int(1)
 }
@@ -163,12 +163,13 @@ func cmdHDel(c *Client, args [][]byte) {
 	}
 	hs := e.Obj().(*types.Hash)
 	n := 0
+	var w types.W
 	for _, f := range args[2:] {
 		if hs.Exists(f) {
 			if n == 0 {
-				sh.DB(c.db).Modify(&e)
+				w = sh.DB(c.db).Modify(&e)
 			}
-			hs.Delete(f)
+			hs.Delete(w, f)
 			n++
 		}
 	}
@@ -270,9 +271,9 @@ func cmdHIncrBy(c *Client, args [][]byte) {
 		return
 	}
 	n := old + incr
-	_, hs, _ := c.writeHash(sh, h, args[1], true)
+	_, hs, w, _ := c.writeHash(sh, h, args[1], true)
 	var buf [24]byte
-	hs.SetKeepTTL(args[2], strconv.AppendInt(buf[:0], n, 10), c.lim())
+	hs.SetKeepTTL(w, args[2], strconv.AppendInt(buf[:0], n, 10), c.lim())
 	c.notify(kseHash, "hincrby", args[1])
 	c.int(n)
 }
@@ -309,8 +310,8 @@ func cmdHIncrByFloat(c *Client, args [][]byte) {
 		return
 	}
 	val := appendLongDouble(nil, n)
-	_, hs, _ := c.writeHash(sh, h, args[1], true)
-	hs.SetKeepTTL(args[2], val, c.lim())
+	_, hs, w, _ := c.writeHash(sh, h, args[1], true)
+	hs.SetKeepTTL(w, args[2], val, c.lim())
 	c.notify(kseHash, "hincrbyfloat", args[1])
 	c.bulk(val)
 	// Replicas must not redo the float arithmetic.

@@ -186,6 +186,7 @@ type fieldTTLBatch struct {
 	key      []byte
 	t        int64 // the command's time
 	modified bool
+	w        types.W  // the right to change hs, once modified
 	changed  [][]byte // deadline set or removed
 	deleted  [][]byte // deleted: the deadline was past
 }
@@ -196,7 +197,7 @@ func (c *Client) hfeBatch(sh *shard.Shard, e *shard.Entry, key []byte, t int64) 
 
 func (b *fieldTTLBatch) modify() {
 	if !b.modified {
-		b.d.Modify(b.e)
+		b.w = b.d.Modify(b.e)
 		b.modified = true
 	}
 }
@@ -207,11 +208,11 @@ func (b *fieldTTLBatch) modify() {
 func (b *fieldTTLBatch) expire(f []byte, at int64) int64 {
 	b.modify()
 	if at <= b.t && !b.c.fromPrimary {
-		b.hs.Delete(f)
+		b.hs.Delete(b.w, f)
 		b.deleted = append(b.deleted, f)
 		return 2
 	}
-	b.hs.SetFieldExpireAt(f, at)
+	b.hs.SetFieldExpireAt(b.w, f, at)
 	b.changed = append(b.changed, f)
 	return 1
 }
@@ -222,7 +223,7 @@ func (b *fieldTTLBatch) persist(f []byte) int64 {
 		return -1
 	}
 	b.modify()
-	b.hs.PersistField(f)
+	b.hs.PersistField(b.w, f)
 	b.changed = append(b.changed, f)
 	return 1
 }
@@ -353,6 +354,7 @@ func cmdHGetDel(c *Client, args [][]byte) {
 	}
 	hs := e.Obj().(*types.Hash)
 	var gone [][]byte
+	var w types.W
 	for _, f := range fields {
 		v, ok := hs.Get(f)
 		if !ok {
@@ -361,9 +363,9 @@ func cmdHGetDel(c *Client, args [][]byte) {
 		}
 		c.bulk(v)
 		if len(gone) == 0 {
-			sh.DB(c.db).Modify(&e)
+			w = sh.DB(c.db).Modify(&e)
 		}
-		hs.Delete(f)
+		hs.Delete(w, f)
 		gone = append(gone, f)
 	}
 	if len(gone) == 0 {
@@ -584,26 +586,26 @@ func cmdHSetEx(c *Client, args [][]byte) {
 			return
 		}
 	}
-	e, hs, _ := c.writeHash(sh, h, args[1], true)
+	e, hs, w, _ := c.writeHash(sh, h, args[1], true)
 	lim := c.lim()
 	t := now()
 	var dels [][]byte
 	for i := 0; i < count; i++ {
 		f, v := args[first+2*i], args[first+2*i+1]
 		if flags&(hsxAt|hsxKeepTTL) != 0 {
-			hs.SetKeepTTL(f, v, lim)
+			hs.SetKeepTTL(w, f, v, lim)
 		} else {
-			hs.Set(f, v, lim)
+			hs.Set(w, f, v, lim)
 		}
 		if flags&hsxAt == 0 {
 			continue
 		}
 		if at <= t && !c.fromPrimary {
-			hs.Delete(f)
+			hs.Delete(w, f)
 			dels = append(dels, f)
 			continue
 		}
-		hs.SetFieldExpireAt(f, at)
+		hs.SetFieldExpireAt(w, f, at)
 	}
 	d := sh.DB(c.db)
 	switch {
@@ -645,8 +647,8 @@ func liveHash(hs *types.Hash, now int64) *types.Hash {
 	if at := hs.NextFieldExpiry(); at == 0 || at > now {
 		return hs
 	}
-	cp := hs.Clone()
-	if cp.ExpireFields(now, nil) == 0 {
+	cp, w := hs.CloneW()
+	if cp.ExpireFields(w, now, nil) == 0 {
 		return hs
 	}
 	return cp

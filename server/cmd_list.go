@@ -53,22 +53,22 @@ func pushGeneric(c *Client, args [][]byte, left, onlyExisting bool) {
 			c.int(0)
 			return
 		}
-		l := types.NewList()
-		n = pushTo(l, left, c.lim(), args[2:])
+		l, w := types.NewList()
+		n = pushTo(l, w, left, c.lim(), args[2:])
 		c.putColl(sh, h, key, shard.TypeList, l)
 	} else {
-		sh.DB(c.db).Modify(&e)
-		n = pushTo(e.Obj().(*types.List), left, c.lim(), args[2:])
+		w := sh.DB(c.db).Modify(&e)
+		n = pushTo(e.Obj().(*types.List), w, left, c.lim(), args[2:])
 	}
 	c.notify(kseList, pushEvent(left), key)
 	c.int(int64(n))
 }
 
-func pushTo(l *types.List, left bool, lim *types.Limits, vs [][]byte) int {
+func pushTo(l *types.List, w types.W, left bool, lim *types.Limits, vs [][]byte) int {
 	if left {
-		return l.PushFront(lim, vs...)
+		return l.PushFront(w, lim, vs...)
 	}
-	return l.PushBack(lim, vs...)
+	return l.PushBack(w, lim, vs...)
 }
 
 // popFrom pops up to n elements of the list in e (locked), deleting the key
@@ -107,12 +107,12 @@ func (c *Client) notifyPopped(key []byte, left, emptied bool) {
 // after the push, in Redis's order).
 func (c *Client) popFromQuiet(e *shard.Entry, sh *shard.Shard, key []byte, left bool, n int) [][]byte {
 	l := e.Obj().(*types.List)
-	sh.DB(c.db).Modify(e)
+	w := sh.DB(c.db).Modify(e)
 	var out [][]byte
 	if left {
-		out = l.PopFront(n)
+		out = l.PopFront(w, n)
 	} else {
-		out = l.PopBack(n)
+		out = l.PopBack(w, n)
 	}
 	if l.Len() == 0 {
 		sh.DB(c.db).Delete(e)
@@ -235,8 +235,8 @@ func cmdLSet(c *Client, args [][]byte) {
 		c.err("ERR index out of range")
 		return
 	}
-	sh.DB(c.db).Modify(&e)
-	l.Set(i, args[3], c.lim())
+	w := sh.DB(c.db).Modify(&e)
+	l.Set(w, i, args[3], c.lim())
 	c.notify(kseList, "lset", args[1])
 	c.ok()
 }
@@ -268,8 +268,8 @@ func cmdLInsert(c *Client, args [][]byte) {
 		c.int(-1)
 		return
 	}
-	sh.DB(c.db).Modify(&e)
-	n := l.Insert(args[3], args[4], before, c.lim())
+	w := sh.DB(c.db).Modify(&e)
+	n := l.Insert(w, args[3], args[4], before, c.lim())
 	c.notify(kseList, "linsert", args[1])
 	c.int(int64(n))
 }
@@ -295,8 +295,8 @@ func cmdLRem(c *Client, args [][]byte) {
 		c.int(0)
 		return
 	}
-	sh.DB(c.db).Modify(&e)
-	removed := l.Remove(n, args[3], c.lim())
+	w := sh.DB(c.db).Modify(&e)
+	removed := l.Remove(w, n, args[3], c.lim())
 	if removed > 0 {
 		c.notify(kseList, "lrem", args[1])
 	}
@@ -325,8 +325,8 @@ func cmdLTrim(c *Client, args [][]byte) {
 		return
 	}
 	l := e.Obj().(*types.List)
-	sh.DB(c.db).Modify(&e)
-	l.Trim(start, stop, c.lim())
+	w := sh.DB(c.db).Modify(&e)
+	l.Trim(w, start, stop, c.lim())
 	c.notify(kseList, "ltrim", args[1])
 	if l.Len() == 0 {
 		sh.DB(c.db).Delete(&e)
@@ -482,11 +482,11 @@ func (c *Client) lmoveLocked(src, dst []byte, from, to, first bool) bool {
 		de, dfound, _ = c.peekType(dst, shard.TypeList)
 	}
 	if dfound {
-		dsh.DB(c.db).Modify(&de)
-		pushTo(de.Obj().(*types.List), to, c.lim(), [][]byte{v})
+		w := dsh.DB(c.db).Modify(&de)
+		pushTo(de.Obj().(*types.List), w, to, c.lim(), [][]byte{v})
 	} else {
-		l := types.NewList()
-		pushTo(l, to, c.lim(), [][]byte{v})
+		l, w := types.NewList()
+		pushTo(l, w, to, c.lim(), [][]byte{v})
 		c.putColl(dsh, dh, dst, shard.TypeList, l)
 	}
 	c.notify(kseList, pushEvent(to), dst)

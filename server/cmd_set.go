@@ -50,15 +50,16 @@ func cmdSAdd(c *Client, args [][]byte) {
 	}
 	lim := c.lim()
 	var s *types.Set
+	var w types.W
 	if found {
 		s = e.Obj().(*types.Set)
-		sh.DB(c.db).Modify(&e)
+		w = sh.DB(c.db).Modify(&e)
 	} else {
-		s = types.NewSetSized(args[2], len(args)-2, lim)
+		s, w = types.NewSetSized(args[2], len(args)-2, lim)
 	}
 	n := 0
 	for _, m := range args[2:] {
-		if s.Add(m, lim) {
+		if s.Add(w, m, lim) {
 			n++
 		}
 	}
@@ -84,12 +85,13 @@ func cmdSRem(c *Client, args [][]byte) {
 	}
 	s := e.Obj().(*types.Set)
 	n := 0
+	var w types.W
 	for _, m := range args[2:] {
 		if s.Contains(m) {
 			if n == 0 {
-				sh.DB(c.db).Modify(&e)
+				w = sh.DB(c.db).Modify(&e)
 			}
-			s.Remove(m)
+			s.Remove(w, m)
 			n++
 			if s.Len() == 0 {
 				break
@@ -174,8 +176,8 @@ func cmdSPop(c *Client, args [][]byte) {
 		return
 	}
 	s := e.Obj().(*types.Set)
-	sh.DB(c.db).Modify(&e)
-	ms := s.Pop(c.rand(), count)
+	w := sh.DB(c.db).Modify(&e)
+	ms := s.Pop(w, c.rand(), count)
 	c.notify(kseSet, "spop", args[1])
 	if s.Len() == 0 {
 		sh.DB(c.db).Delete(&e)
@@ -279,8 +281,8 @@ func cmdSMove(c *Client, args [][]byte) {
 		c.int(0)
 		return
 	}
-	ssh.DB(c.db).Modify(&se)
-	ss.Remove(m)
+	sw := ssh.DB(c.db).Modify(&se)
+	ss.Remove(sw, m)
 	c.notify(kseSet, "srem", src)
 	if ss.Len() == 0 {
 		ssh.DB(c.db).Delete(&se)
@@ -291,11 +293,11 @@ func cmdSMove(c *Client, args [][]byte) {
 	if dfound {
 		// The source entry may have moved (a delete on the same shard).
 		de, _, _ = c.peekType(dst, shard.TypeSet)
-		dsh.DB(c.db).Modify(&de)
-		added = de.Obj().(*types.Set).Add(m, lim)
+		dw := dsh.DB(c.db).Modify(&de)
+		added = de.Obj().(*types.Set).Add(dw, m, lim)
 	} else {
-		ds := types.NewSetSized(m, 1, lim)
-		ds.Add(m, lim)
+		ds, dw := types.NewSetSized(m, 1, lim)
+		ds.Add(dw, m, lim)
 		c.putColl(dsh, dh, dst, shard.TypeSet, ds)
 	}
 	if added {

@@ -339,9 +339,9 @@ func sortGeneric(c *Client, args [][]byte, readonly bool) {
 			vals = append(vals, slices.Clone(v)) // missing: ""
 		}
 	}
-	l := types.NewList()
+	l, w := types.NewList()
 	if len(vals) > 0 {
-		l.PushBack(c.lim(), vals...)
+		l.PushBack(w, c.lim(), vals...)
 	}
 	c.storeColl(storeKey, shard.TypeList, l, l.Len(), kseList, "sortstore")
 	c.int(outLen)

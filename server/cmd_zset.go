@@ -129,6 +129,7 @@ func zaddGeneric(c *Client, key []byte, pairs [][]byte, flags types.ZAddFlags, c
 	}
 	lim := c.lim()
 	var z *types.ZSet
+	var w types.W
 	if found {
 		z = e.Obj().(*types.ZSet)
 	} else {
@@ -143,7 +144,7 @@ func zaddGeneric(c *Client, key []byte, pairs [][]byte, flags types.ZAddFlags, c
 		// Redis 7.0 sizes a new sorted set from its first member only
 		// and converts as it grows, so -0 scores pass through the
 		// listpack (and read back 0) even in a ZADD of 200 members.
-		z = types.NewZSetSized(1, len(pairs[1]), lim)
+		z, w = types.NewZSetSized(1, len(pairs[1]), lim)
 	}
 	added, updated, processed := 0, 0, 0
 	var score float64
@@ -153,10 +154,17 @@ func zaddGeneric(c *Client, key []byte, pairs [][]byte, flags types.ZAddFlags, c
 		cur, existed := z.Score(m)
 		if !modified && zaddChanges(existed, cur, sc, nx, xx, gt, lt, incr) {
 			// Modify before the first change (a snapshot keeps the old set).
-			sh.DB(c.db).Modify(&e)
+			w = sh.DB(c.db).Modify(&e)
 			modified = true
 		}
-		newScore, res, err := z.Add(m, sc, flags, lim)
+		var newScore float64
+		var res types.ZAddResult
+		var err error
+		if modified {
+			newScore, res, err = z.Add(w, m, sc, flags, lim)
+		} else { // nothing changes: answer without the right to change
+			newScore, res, err = z.Plan(m, sc, flags)
+		}
 		if err != nil {
 			if !found && z.Len() > 0 {
 				c.putColl(sh, h, key, shard.TypeZSet, z)
@@ -237,12 +245,13 @@ func cmdZRem(c *Client, args [][]byte) {
 	}
 	z := e.Obj().(*types.ZSet)
 	n := 0
+	var w types.W
 	for _, m := range args[2:] {
 		if _, ok := z.Score(m); ok {
 			if n == 0 {
-				sh.DB(c.db).Modify(&e)
+				w = sh.DB(c.db).Modify(&e)
 			}
-			z.Remove(m)
+			z.Remove(w, m)
 			n++
 		}
 	}
@@ -518,9 +527,9 @@ func (c *Client) storeZMembers(dst []byte, ms []types.ZMember, event string) {
 		maxLen = max(maxLen, len(m.Member))
 	}
 	lim := c.lim()
-	z := types.NewZSetSized(len(ms), maxLen, lim)
+	z, w := types.NewZSetSized(len(ms), maxLen, lim)
 	for _, m := range ms {
-		z.Add(m.Member, m.Score, 0, lim)
+		z.Add(w, m.Member, m.Score, 0, lim)
 	}
 	c.storeColl(dst, shard.TypeZSet, z, z.Len(), kseZSet, event)
 }
@@ -580,14 +589,14 @@ func zremrangeGeneric(c *Client, args [][]byte, kind int) {
 		c.int(0)
 		return
 	}
-	sh.DB(c.db).Modify(&e)
+	w := sh.DB(c.db).Modify(&e)
 	switch kind {
 	case zrRank:
-		n = z.RemoveRangeByRank(start, stop)
+		n = z.RemoveRangeByRank(w, start, stop)
 	case zrScore:
-		n = z.RemoveRangeByScore(smin, smax)
+		n = z.RemoveRangeByScore(w, smin, smax)
 	case zrLex:
-		n = z.RemoveRangeByLex(lmin, lmax)
+		n = z.RemoveRangeByLex(w, lmin, lmax)
 	}
 	if n > 0 {
 		c.notify(kseZSet, [...]string{zrRank: "zremrangebyrank", zrScore: "zremrangebyscore", zrLex: "zremrangebylex"}[kind], args[1])
@@ -604,12 +613,12 @@ func zremrangeGeneric(c *Client, args [][]byte, kind int) {
 // client.
 func (c *Client) zpopFrom(e *shard.Entry, sh *shard.Shard, key []byte, minFirst bool, n int64) []types.ZMember {
 	z := e.Obj().(*types.ZSet)
-	sh.DB(c.db).Modify(e)
+	w := sh.DB(c.db).Modify(e)
 	var out []types.ZMember
 	if minFirst {
-		out = z.PopMin(n)
+		out = z.PopMin(w, n)
 	} else {
-		out = z.PopMax(n)
+		out = z.PopMax(w, n)
 	}
 	if len(out) > 0 {
 		ev := "zpopmax"

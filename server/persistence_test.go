@@ -79,13 +79,16 @@ func TestSaveRestart(t *testing.T) {
 		sh.Unlock()
 	}
 	for _, n := range []int{5, 1000} {
-		l, hs, set, z := types.NewList(), types.NewHash(), types.NewSet(), types.NewZSet()
+		l, lw := types.NewList()
+		set, sw := types.NewSet()
+		z, zw := types.NewZSet()
+		hs, hw := types.NewHash()
 		for i := 0; i < n; i++ {
 			v := []byte(fmt.Sprint("e", i))
-			l.PushBack(lim, v)
-			hs.Set(v, v, lim)
-			set.Add(v, lim)
-			z.Add(v, float64(i), 0, lim)
+			l.PushBack(lw, lim, v)
+			hs.Set(hw, v, v, lim)
+			set.Add(sw, v, lim)
+			z.Add(zw, v, float64(i), 0, lim)
 		}
 		putObj(0, fmt.Sprint("list", n), shard.TypeList, l)
 		putObj(1, fmt.Sprint("hash", n), shard.TypeHash, hs)

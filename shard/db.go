@@ -5,6 +5,7 @@ import (
 
 	"github.com/damselflydb/damselfly/dash"
 	"github.com/damselflydb/damselfly/shard/slab"
+	"github.com/damselflydb/damselfly/shard/types"
 )
 
 // DB is one numbered database's part of one shard: a slab of entries, the
@@ -349,23 +350,27 @@ func (d *DB) Delete(e *Entry) {
 func (d *DB) Forget(e *Entry) { d.Delete(e) }
 
 // Modify must be called before a collection object (or any value) is changed
-// in place, so that a running snapshot captures the old value first.
-func (d *DB) Modify(e *Entry) {
+// in place, so that a running snapshot captures the old value first. It
+// returns the right to change e's object (writegate.go), which the types'
+// mutating methods require.
+func (d *DB) Modify(e *Entry) types.W {
 	*d.dirty++
 	if d.watch != nil && d.watch.active() {
 		d.touchWatched(e.hdr.key, false)
 	}
 	d.main.Replace(e.pos, e.ref)
 	d.unshare(e.ref)
+	return grant(e)
 }
 
 // ModifyUnwatched is Modify for the few changes Redis does not signal to
 // WATCH (XGROUP CREATE on an existing stream, SETID, DESTROY,
 // CREATECONSUMER, DELCONSUMER): the snapshot still captures the old value.
-func (d *DB) ModifyUnwatched(e *Entry) {
+func (d *DB) ModifyUnwatched(e *Entry) types.W {
 	*d.dirty++
 	d.main.Replace(e.pos, e.ref)
 	d.unshare(e.ref)
+	return grant(e)
 }
 
 // Touch records an access to e now (its LRU clock), as Lookup does. The

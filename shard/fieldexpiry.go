@@ -1,5 +1,7 @@
 package shard
 
+import "github.com/damselflydb/damselfly/shard/types"
+
 // Hash field expiry (Redis 7.4+). A hash whose fields carry deadlines
 // implements FieldExpirer; the shard never reads its fields, it only asks
 // it to drop the expired ones:
@@ -21,8 +23,9 @@ type FieldExpirer interface {
 	// NextFieldExpiry is a time at or before the earliest deadline, 0 for
 	// none.
 	NextFieldExpiry() int64
-	// ExpireFields deletes the parts expired at now, telling fn of each.
-	ExpireFields(now int64, fn func(field []byte)) int
+	// ExpireFields deletes the parts expired at now, telling fn of each;
+	// w is the right to change the value (DB.Modify).
+	ExpireFields(w types.W, now int64, fn func(field []byte)) int
 	// FieldTTLs is the number of parts with a deadline.
 	FieldTTLs() int
 	Len() int
@@ -46,9 +49,9 @@ func fieldsDue(e *Entry, now int64) (FieldExpirer, bool) {
 // with its last field.
 func (sh *Shard) expireFields(db int, d *DB, e *Entry, fe FieldExpirer, now int64) bool {
 	key := append([]byte(nil), e.hdr.key...)
-	d.Modify(e)
+	w := d.Modify(e)
 	var fields [][]byte
-	fe.ExpireFields(now, func(f []byte) { fields = append(fields, f) })
+	fe.ExpireFields(w, now, func(f []byte) { fields = append(fields, f) })
 	if len(fields) == 0 {
 		return false
 	}

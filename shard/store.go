@@ -13,6 +13,9 @@
 //   - Any change to a stored value goes through DB.Put, DB.Delete or, for
 //     in-place changes of collections, DB.Modify first: the index's
 //     pre-change hook is how a running snapshot captures the old value.
+//     For lists, hashes, sets and sorted sets the types enforce it: their
+//     mutating methods need the types.W that only Modify grants for a
+//     stored object (writegate.go).
 //   - Expiry is lazy (Lookup deletes what it finds expired) plus an active
 //     cycle (ExpireCycle) that samples only keys with an expiry. On a
 //     replica (SetReplica) neither deletes: expired keys read as missing

@@ -78,10 +78,10 @@ func pruneExpiredFields(e *rdb.Entry, nowMs int64) (expired int) {
 }
 
 // setFieldTTLs gives h the deadlines of e's fields.
-func setFieldTTLs(h *types.Hash, e *rdb.Entry) {
+func setFieldTTLs(h *types.Hash, w types.W, e *rdb.Entry) {
 	for _, fv := range e.Hash {
 		if at := e.HashFieldExpireAtMs[string(fv[0])]; at > 0 {
-			h.SetFieldExpireAt(fv[0], at)
+			h.SetFieldExpireAt(w, fv[0], at)
 		}
 	}
 }

@@ -160,35 +160,35 @@ func fillAllTypes(st *shard.Store, futureMs int64) {
 		}
 		put(st, db, "s:ttl", shard.Value{Type: shard.TypeString, Str: []byte("ttl"), ExpireAt: futureMs})
 		for _, n := range []int{1, 10, 1000, 20000} {
-			l := types.NewList()
-			l.PushBack(lim, bss(n, func(i int) string { return fmt.Sprint("e", i%7, strings.Repeat("z", i%50)) })...)
+			l, w := types.NewList()
+			l.PushBack(w, lim, bss(n, func(i int) string { return fmt.Sprint("e", i%7, strings.Repeat("z", i%50)) })...)
 			put(st, db, fmt.Sprint("l:", n), shard.Value{Type: shard.TypeList, Obj: l})
-			h := types.NewHash()
+			h, hw := types.NewHash()
 			for i := 0; i < n; i++ {
-				h.Set([]byte(fmt.Sprint("f", i)), []byte(fmt.Sprint(i)), lim)
+				h.Set(hw, []byte(fmt.Sprint("f", i)), []byte(fmt.Sprint(i)), lim)
 			}
 			put(st, db, fmt.Sprint("h:", n), shard.Value{Type: shard.TypeHash, Obj: h, ExpireAt: futureMs})
-			is := types.NewSet()
-			ss := types.NewSet()
+			is, iw := types.NewSet()
+			ss, sw := types.NewSet()
 			for i := 0; i < n; i++ {
-				is.Add([]byte(strconv.Itoa(i*3-50)), lim)
-				ss.Add([]byte(fmt.Sprint("m", i)), lim)
+				is.Add(iw, []byte(strconv.Itoa(i*3-50)), lim)
+				ss.Add(sw, []byte(fmt.Sprint("m", i)), lim)
 			}
 			put(st, db, fmt.Sprint("si:", n), shard.Value{Type: shard.TypeSet, Obj: is})
 			put(st, db, fmt.Sprint("ss:", n), shard.Value{Type: shard.TypeSet, Obj: ss})
-			z := types.NewZSet()
+			z, zw := types.NewZSet()
 			for i := 0; i < n; i++ {
-				z.Add([]byte(fmt.Sprint("z", i)), float64(i)/3, 0, lim)
+				z.Add(zw, []byte(fmt.Sprint("z", i)), float64(i)/3, 0, lim)
 			}
 			put(st, db, fmt.Sprint("z:", n), shard.Value{Type: shard.TypeZSet, Obj: z})
 		}
-		h := types.NewHash()
-		h.Set([]byte("long"), bytes.Repeat([]byte("v"), 100), lim)
+		h, hw := types.NewHash()
+		h.Set(hw, []byte("long"), bytes.Repeat([]byte("v"), 100), lim)
 		put(st, db, "h:longval", shard.Value{Type: shard.TypeHash, Obj: h})
-		z := types.NewZSet()
-		z.Add([]byte("inf"), math.Inf(1), 0, lim)
-		z.Add([]byte("-inf"), math.Inf(-1), 0, lim)
-		z.Add([]byte("pi"), math.Pi, 0, lim)
+		z, zw := types.NewZSet()
+		z.Add(zw, []byte("inf"), math.Inf(1), 0, lim)
+		z.Add(zw, []byte("-inf"), math.Inf(-1), 0, lim)
+		z.Add(zw, []byte("pi"), math.Pi, 0, lim)
 		put(st, db, "z:special", shard.Value{Type: shard.TypeZSet, Obj: z})
 		for _, n := range []int{0, 1, 10, 1000} {
 			put(st, db, fmt.Sprint("x:", n), shard.Value{Type: shard.TypeStream, Obj: testStream(n, futureMs), ExpireAt: futureMs * int64(n%2)})

@@ -79,16 +79,16 @@ func TestPointInTime(t *testing.T) {
 		case 0, 1:
 			put(st, i%2, k, shard.Value{Type: shard.TypeString, Str: []byte("v0")})
 		case 2:
-			l := types.NewList()
-			l.PushBack(lim, []byte("a"), []byte("b"))
+			l, w := types.NewList()
+			l.PushBack(w, lim, []byte("a"), []byte("b"))
 			put(st, 0, k, shard.Value{Type: shard.TypeList, Obj: l})
 		case 3:
-			h := types.NewHash()
-			h.Set([]byte("f"), []byte("0"), lim)
+			h, hw := types.NewHash()
+			h.Set(hw, []byte("f"), []byte("0"), lim)
 			put(st, 1, k, shard.Value{Type: shard.TypeHash, Obj: h})
 		case 4:
-			z := types.NewZSet()
-			z.Add([]byte("m"), 0, 0, lim)
+			z, zw := types.NewZSet()
+			z.Add(zw, []byte("m"), 0, 0, lim)
 			put(st, 0, k, shard.Value{Type: shard.TypeZSet, Obj: z})
 		case 5:
 			x := types.NewStream()
@@ -127,14 +127,14 @@ func TestPointInTime(t *testing.T) {
 			case e.Type() == shard.TypeString:
 				d.Put(h, k, shard.Value{Type: shard.TypeString, Str: []byte(strings.Repeat("x", r.IntN(40)) + strconv.FormatInt(s, 10))})
 			case e.Type() == shard.TypeList:
-				d.Modify(&e)
-				e.Obj().(*types.List).PushBack(lim, []byte(strconv.FormatInt(s, 10)))
+				w := d.Modify(&e)
+				e.Obj().(*types.List).PushBack(w, lim, []byte(strconv.FormatInt(s, 10)))
 			case e.Type() == shard.TypeHash:
-				d.Modify(&e)
-				e.Obj().(*types.Hash).Set([]byte(strconv.FormatInt(s%50, 10)), []byte(strconv.FormatInt(s, 10)), lim)
+				w := d.Modify(&e)
+				e.Obj().(*types.Hash).Set(w, []byte(strconv.FormatInt(s%50, 10)), []byte(strconv.FormatInt(s, 10)), lim)
 			case e.Type() == shard.TypeZSet:
-				d.Modify(&e)
-				e.Obj().(*types.ZSet).Add([]byte(strconv.FormatInt(s%30, 10)), float64(s), 0, lim)
+				w := d.Modify(&e)
+				e.Obj().(*types.ZSet).Add(w, []byte(strconv.FormatInt(s%30, 10)), float64(s), 0, lim)
 			case e.Type() == shard.TypeStream:
 				d.Modify(&e)
 				x := e.Obj().(*types.Stream)

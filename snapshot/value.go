@@ -38,27 +38,27 @@ func ValueWith(e *rdb.Entry, lim *types.Limits) (shard.Value, error) {
 	case rdb.List:
 		v.Type = shard.TypeList
 		if len(e.List) > 0 {
-			l := types.NewList()
-			l.PushBack(lim, e.List...)
+			l, w := types.NewList()
+			l.PushBack(w, lim, e.List...)
 			v.Obj = l
 		}
 	case rdb.Set:
 		v.Type = shard.TypeSet
 		if len(e.Set) > 0 {
-			s := types.NewSetSized(e.Set[0], len(e.Set), lim)
+			s, w := types.NewSetSized(e.Set[0], len(e.Set), lim)
 			for _, m := range e.Set {
-				s.Add(m, lim)
+				s.Add(w, m, lim)
 			}
 			v.Obj = s
 		}
 	case rdb.Hash:
 		v.Type = shard.TypeHash
 		if len(e.Hash) > 0 {
-			h := types.NewHashSized(len(e.Hash), lim)
+			h, w := types.NewHashSized(len(e.Hash), lim)
 			for _, fv := range e.Hash {
-				h.Set(fv[0], fv[1], lim)
+				h.Set(w, fv[0], fv[1], lim)
 			}
-			setFieldTTLs(h, e) // fieldttl.go
+			setFieldTTLs(h, w, e) // fieldttl.go
 			v.Obj = h
 		}
 	case rdb.ZSet:
@@ -68,9 +68,9 @@ func ValueWith(e *rdb.Entry, lim *types.Limits) (shard.Value, error) {
 			for _, m := range e.ZSet {
 				maxLen = max(maxLen, len(m.Member))
 			}
-			z := types.NewZSetSized(len(e.ZSet), maxLen, lim)
+			z, w := types.NewZSetSized(len(e.ZSet), maxLen, lim)
 			for _, m := range e.ZSet {
-				if _, _, err := z.Add(m.Member, m.Score, 0, lim); err != nil {
+				if _, _, err := z.Add(w, m.Member, m.Score, 0, lim); err != nil {
 					return v, fmt.Errorf("member %q: %v", m.Member, err)
 				}
 			}

@@ -7,22 +7,22 @@ import (
 
 func TestCloneIndependentAndMemory(t *testing.T) {
 	for _, n := range []int{10, 2000} {
-		h, s, z, l := NewHash(), NewSet(), NewZSet(), NewList()
+		h, s, z, l := newHash(), newSet(), newZSet(), newList()
 		for i := 0; i < n; i++ {
 			k := []byte(fmt.Sprint("k", i))
-			h.Set(k, k, nil)
-			s.Add(k, nil)
-			z.Add(k, float64(i), 0, nil)
-			l.PushBack(nil, k)
+			h.Set(wOf(h), k, k, nil)
+			s.Add(wOf(s), k, nil)
+			z.Add(wOf(z), k, float64(i), 0, nil)
+			l.PushBack(wOf(l), nil, k)
 		}
 		hc, sc, zc, lc := h.Clone(), s.Clone(), z.Clone(), l.Clone()
-		hc.Set([]byte("k0"), []byte("changed"), nil)
-		hc.Delete([]byte("k1"))
-		sc.Remove([]byte("k0"))
-		zc.Add([]byte("k0"), -5, 0, nil)
-		zc.Remove([]byte("k1"))
-		lc.Set(0, []byte("changed"), nil)
-		lc.PopBack(1)
+		hc.Set(wOf(hc), []byte("k0"), []byte("changed"), nil)
+		hc.Delete(wOf(hc), []byte("k1"))
+		sc.Remove(wOf(sc), []byte("k0"))
+		zc.Add(wOf(zc), []byte("k0"), -5, 0, nil)
+		zc.Remove(wOf(zc), []byte("k1"))
+		lc.Set(wOf(lc), 0, []byte("changed"), nil)
+		lc.PopBack(wOf(lc), 1)
 		if v, _ := h.Get([]byte("k0")); string(v) != "k0" || !h.Exists([]byte("k1")) {
 			t.Fatal("hash clone shares memory")
 		}

@@ -16,13 +16,13 @@ type Hash struct {
 	ttl *fieldTTL // field deadlines; nil unless a field has one (hash_ttl.go)
 }
 
-// NewHash returns an empty hash in the listpack encoding.
-func NewHash() *Hash { return &Hash{} }
+// newHash returns an empty hash in the listpack encoding.
+func newHash() *Hash { return &Hash{} }
 
-// NewHashSized returns an empty hash sized for hint fields, in the
+// newHashSized returns an empty hash sized for hint fields, in the
 // hashtable encoding when hint exceeds the listpack limit (as Redis does for
 // RESTORE or HRANDFIELD-sized results).
-func NewHashSized(hint int, l *Limits) *Hash {
+func newHashSized(hint int, l *Limits) *Hash {
 	if hint > lim(l).HashMaxListpackEntries {
 		return &Hash{t: newTable(kindHash, hint)}
 	}
@@ -102,17 +102,17 @@ func (h *Hash) convert() {
 	h.t, h.lp, h.n = t, nil, 0
 }
 
-// Set sets field to value and reports whether the field is new. An
+// set sets field to value and reports whether the field is new. An
 // overwritten field loses its deadline, as HSET does in Redis.
-func (h *Hash) Set(field, value []byte, l *Limits) bool {
+func (h *Hash) set(field, value []byte, l *Limits) bool {
 	if h.ttl != nil {
 		h.forgetTTL(field)
 	}
-	return h.SetKeepTTL(field, value, l)
+	return h.setKeepTTL(field, value, l)
 }
 
-// SetKeepTTL is Set keeping an existing field's deadline (HINCRBY).
-func (h *Hash) SetKeepTTL(field, value []byte, l *Limits) bool {
+// setKeepTTL is Set keeping an existing field's deadline (HINCRBY).
+func (h *Hash) setKeepTTL(field, value []byte, l *Limits) bool {
 	lm := lim(l)
 	if h.t == nil && (len(field) > lm.HashMaxListpackValue || len(value) > lm.HashMaxListpackValue) {
 		h.convert()
@@ -132,16 +132,16 @@ func (h *Hash) SetKeepTTL(field, value []byte, l *Limits) bool {
 	return true
 }
 
-// SetNX sets field only if it does not exist; it reports whether it did.
-func (h *Hash) SetNX(field, value []byte, l *Limits) bool {
+// setNX sets field only if it does not exist; it reports whether it did.
+func (h *Hash) setNX(field, value []byte, l *Limits) bool {
 	if h.Exists(field) {
 		return false
 	}
-	return h.Set(field, value, l)
+	return h.set(field, value, l)
 }
 
-// Delete removes field and reports whether it existed.
-func (h *Hash) Delete(field []byte) bool {
+// delete removes field and reports whether it existed.
+func (h *Hash) delete(field []byte) bool {
 	if h.ttl != nil {
 		h.forgetTTL(field)
 	}

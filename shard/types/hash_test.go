@@ -39,7 +39,7 @@ func TestHashModel(t *testing.T) {
 			lm = &Limits{HashMaxListpackEntries: 16, HashMaxListpackValue: 20}
 		}
 		r := newRand(seed)
-		h := NewHash()
+		h := newHash()
 		m := map[string]string{}
 		enc := "listpack"
 		keys := 40 + int(seed)*300
@@ -56,12 +56,12 @@ func TestHashModel(t *testing.T) {
 				}
 				_, existed := m[string(f)]
 				if op == 4 {
-					mustEq(t, "setnx", h.SetNX(f, v, lm), !existed)
+					mustEq(t, "setnx", h.SetNX(wOf(h), f, v, lm), !existed)
 					if !existed {
 						m[string(f)] = string(v)
 					}
 				} else {
-					mustEq(t, "set new", h.Set(f, v, lm), !existed)
+					mustEq(t, "set new", h.Set(wOf(h), f, v, lm), !existed)
 					m[string(f)] = string(v)
 				}
 				if len(m) > lm.HashMaxListpackEntries {
@@ -70,7 +70,7 @@ func TestHashModel(t *testing.T) {
 			case op < 8:
 				_, existed := m[string(f)]
 				delete(m, string(f))
-				mustEq(t, "delete", h.Delete(f), existed)
+				mustEq(t, "delete", h.Delete(wOf(h), f), existed)
 			default:
 				v, ok := h.Get(f)
 				w, wok := m[string(f)]
@@ -90,28 +90,28 @@ func TestHashModel(t *testing.T) {
 }
 
 func TestHashThreshold(t *testing.T) {
-	h := NewHash()
+	h := newHash()
 	for i := 0; i < 512; i++ {
-		h.Set([]byte(fmt.Sprint("field", i)), []byte("v"), nil)
+		h.Set(wOf(h), []byte(fmt.Sprint("field", i)), []byte("v"), nil)
 	}
 	mustEq(t, "512", h.Encoding(), "listpack")
-	h.Set([]byte("field0"), []byte("updated"), nil)
+	h.Set(wOf(h), []byte("field0"), []byte("updated"), nil)
 	mustEq(t, "512 update", h.Encoding(), "listpack")
-	h.Set([]byte("one-more"), []byte("v"), nil)
+	h.Set(wOf(h), []byte("one-more"), []byte("v"), nil)
 	mustEq(t, "513", h.Encoding(), "hashtable")
-	h2 := NewHash()
-	h2.Set([]byte("a"), bytes.Repeat([]byte("x"), 64), nil)
+	h2 := newHash()
+	h2.Set(wOf(h2), []byte("a"), bytes.Repeat([]byte("x"), 64), nil)
 	mustEq(t, "64 bytes", h2.Encoding(), "listpack")
-	h2.Set([]byte("a"), bytes.Repeat([]byte("x"), 65), nil)
+	h2.Set(wOf(h2), []byte("a"), bytes.Repeat([]byte("x"), 65), nil)
 	mustEq(t, "65 bytes", h2.Encoding(), "hashtable")
 }
 
 func TestHashRandomFields(t *testing.T) {
 	r := newRand(7)
 	for _, n := range []int{5, 600} {
-		h := NewHash()
+		h := newHash()
 		for i := 0; i < n; i++ {
-			h.Set([]byte(fmt.Sprint("f", i)), []byte(fmt.Sprint(i)), nil)
+			h.Set(wOf(h), []byte(fmt.Sprint("f", i)), []byte(fmt.Sprint(i)), nil)
 		}
 		for _, count := range []int64{0, 1, 3, int64(n) - 1, int64(n), int64(n) + 10, 1 << 62, -1, -7, -20} {
 			seen := map[string]int{}
@@ -143,18 +143,18 @@ func TestHashRandomFields(t *testing.T) {
 func TestTableChurn(t *testing.T) {
 	// many inserts/deletes: compaction, shrink, backward-shift deletion
 	r := newRand(3)
-	h := NewHash()
+	h := newHash()
 	m := map[string]string{}
 	for round := 0; round < 4; round++ {
 		for i := 0; i < 20000; i++ {
 			k := fmt.Sprint("k", r.IntN(30000))
 			v := string(randStr(r, 40))
-			h.Set([]byte(k), []byte(v), nil)
+			h.Set(wOf(h), []byte(k), []byte(v), nil)
 			m[k] = v
 		}
 		for k := range m {
 			if r.IntN(10) < 9 {
-				if !h.Delete([]byte(k)) {
+				if !h.Delete(wOf(h), []byte(k)) {
 					t.Fatal("delete")
 				}
 				delete(m, k)
@@ -170,9 +170,9 @@ func TestTableChurn(t *testing.T) {
 func TestScanDuringResize(t *testing.T) {
 	// elements present during the whole scan are returned at least once
 	r := newRand(11)
-	s := NewSet()
+	s := newSet()
 	for i := 0; i < 5000; i++ {
-		s.Add([]byte(fmt.Sprint("m", i)), nil)
+		s.Add(wOf(s), []byte(fmt.Sprint("m", i)), nil)
 	}
 	seen := map[string]bool{}
 	cur := uint64(0)
@@ -184,23 +184,23 @@ func TestScanDuringResize(t *testing.T) {
 		}
 		if iter%2 == 0 { // grow
 			for i := 0; i < 300; i++ {
-				s.Add([]byte(fmt.Sprint("m", next)), nil)
+				s.Add(wOf(s), []byte(fmt.Sprint("m", next)), nil)
 				next++
 			}
 		} else { // shrink by removing late members only
 			for i := 0; i < 200 && next > 5000; i++ {
 				next--
-				s.Remove([]byte(fmt.Sprint("m", next)))
+				s.Remove(wOf(s), []byte(fmt.Sprint("m", next)))
 			}
 		}
 		switch iter {
 		case 5: // grow a lot
 			for i := 0; i < 40000; i++ {
-				s.Add([]byte(fmt.Sprint("x", i)), nil)
+				s.Add(wOf(s), []byte(fmt.Sprint("x", i)), nil)
 			}
 		case 30: // shrink a lot
 			for i := 0; i < 40000; i++ {
-				s.Remove([]byte(fmt.Sprint("x", i)))
+				s.Remove(wOf(s), []byte(fmt.Sprint("x", i)))
 			}
 		}
 		_ = r

@@ -24,8 +24,8 @@ func (h *Hash) FieldExpireAt(field []byte) int64 {
 	return h.ttl.at[string(field)]
 }
 
-// SetFieldExpireAt gives the existing field the deadline at (Unix ms, > 0).
-func (h *Hash) SetFieldExpireAt(field []byte, at int64) {
+// setFieldExpireAt gives the existing field the deadline at (Unix ms, > 0).
+func (h *Hash) setFieldExpireAt(field []byte, at int64) {
 	if h.ttl == nil {
 		h.ttl = &fieldTTL{at: map[string]int64{}, min: at}
 	}
@@ -35,8 +35,8 @@ func (h *Hash) SetFieldExpireAt(field []byte, at int64) {
 	}
 }
 
-// PersistField removes field's deadline and reports whether it had one.
-func (h *Hash) PersistField(field []byte) bool {
+// persistField removes field's deadline and reports whether it had one.
+func (h *Hash) persistField(field []byte) bool {
 	if h.ttl == nil {
 		return false
 	}
@@ -84,9 +84,9 @@ func (h *Hash) EachFieldTTL(fn func(field string, at int64)) {
 	}
 }
 
-// ExpireFields deletes the fields whose deadline is at or before now,
+// expireFields deletes the fields whose deadline is at or before now,
 // calling fn (may be nil) with each, and returns how many it deleted.
-func (h *Hash) ExpireFields(now int64, fn func(field []byte)) int {
+func (h *Hash) expireFields(now int64, fn func(field []byte)) int {
 	if h.ttl == nil || h.ttl.min > now {
 		return 0
 	}
@@ -101,7 +101,7 @@ func (h *Hash) ExpireFields(now int64, fn func(field []byte)) int {
 	}
 	h.ttl.min = min
 	for _, f := range dead {
-		h.Delete([]byte(f))
+		h.delete([]byte(f))
 		if fn != nil {
 			fn([]byte(f))
 		}

@@ -2,6 +2,7 @@ package types
 
 import (
 	"bytes"
+	"github.com/damselflydb/damselfly/shard/internal/writegate"
 	"slices"
 )
 
@@ -81,7 +82,14 @@ func (l *List) pushNodeFront() {
 }
 
 // NewList returns an empty list in the listpack encoding.
-func NewList() *List { return &List{rsz: redisLPHeader} }
+func newList() *List { return &List{rsz: redisLPHeader} }
+
+// NewList returns an empty list and the right to change it (it is stored
+// nowhere yet); a stored list is changed with the W of shard.DB.Modify.
+func NewList() (*List, W) {
+	l := newList()
+	return l, writegate.Grant(l)
+}
 
 // Encoding returns "listpack" or "quicklist".
 func (l *List) Encoding() string {
@@ -182,7 +190,8 @@ func fits(nd *qnode, n int, lm *Limits) bool {
 }
 
 // PushBack appends vs (RPUSH) and returns the new length.
-func (l *List) PushBack(lm *Limits, vs ...[]byte) int {
+func (l *List) PushBack(w W, lm *Limits, vs ...[]byte) int {
+	w.Check(l)
 	lm = lim(lm)
 	l.maybeConvert(lm, vs...)
 	maxBytes, _ := nodeLimits(lm)
@@ -212,7 +221,8 @@ func (l *List) PushBack(lm *Limits, vs ...[]byte) int {
 
 // PushFront prepends each of vs in turn (LPUSH a b c leaves c first) and
 // returns the new length.
-func (l *List) PushFront(lm *Limits, vs ...[]byte) int {
+func (l *List) PushFront(w W, lm *Limits, vs ...[]byte) int {
+	w.Check(l)
 	lm = lim(lm)
 	l.maybeConvert(lm, vs...)
 	maxBytes, _ := nodeLimits(lm)
@@ -249,7 +259,8 @@ func (l *List) dropNode(j int) {
 }
 
 // PopFront removes and returns up to n elements from the head (copies).
-func (l *List) PopFront(n int) [][]byte {
+func (l *List) PopFront(w W, n int) [][]byte {
+	w.Check(l)
 	if n <= 0 || l.count == 0 {
 		return nil
 	}
@@ -276,7 +287,8 @@ func (l *List) PopFront(n int) [][]byte {
 
 // PopBack removes and returns up to n elements from the tail (copies), the
 // last element first.
-func (l *List) PopBack(n int) [][]byte {
+func (l *List) PopBack(w W, n int) [][]byte {
+	w.Check(l)
 	if n <= 0 || l.count == 0 {
 		return nil
 	}
@@ -353,7 +365,8 @@ func (l *List) Index(i int64) ([]byte, bool) {
 }
 
 // Set is LSET; it returns false when the index is out of range.
-func (l *List) Set(i int64, v []byte, lm *Limits) bool {
+func (l *List) Set(w W, i int64, v []byte, lm *Limits) bool {
+	w.Check(l)
 	lm = lim(lm)
 	// Redis 7.2 converts before checking the index
 	l.maybeConvert(lm, v)
@@ -494,7 +507,8 @@ func (l *List) IterateReverse(fn func(v []byte) bool) {
 
 // Insert is LINSERT: it inserts v before or after the first pivot and
 // returns the new length, or -1 when the pivot is absent.
-func (l *List) Insert(pivot, v []byte, before bool, lm *Limits) int {
+func (l *List) Insert(w W, pivot, v []byte, before bool, lm *Limits) int {
+	w.Check(l)
 	lm = lim(lm)
 	// Redis 7.2 converts before looking for the pivot
 	l.maybeConvert(lm, v)
@@ -563,7 +577,8 @@ func (l *List) filter(lm *Limits, drop func(i int, v []byte) bool) int {
 // Remove is LREM: count > 0 removes the first count occurrences of v,
 // count < 0 the last -count, 0 all of them. It returns how many were
 // removed.
-func (l *List) Remove(count int64, v []byte, lm *Limits) int {
+func (l *List) Remove(w W, count int64, v []byte, lm *Limits) int {
+	w.Check(l)
 	lo, hi := 0, l.count // remove matches with index in [lo, hi)
 	if count > 0 {
 		seen := int64(0)
@@ -598,7 +613,8 @@ func (l *List) Remove(count int64, v []byte, lm *Limits) int {
 }
 
 // Trim is LTRIM start stop.
-func (l *List) Trim(start, stop int64, lm *Limits) {
+func (l *List) Trim(w W, start, stop int64, lm *Limits) {
+	w.Check(l)
 	lo, hi, ok := normRange(start, stop, l.count)
 	if !ok {
 		lo, hi = 0, 0

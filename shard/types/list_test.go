@@ -87,7 +87,7 @@ func TestListModel(t *testing.T) {
 
 func runListModel(t *testing.T, seed uint64, lm *Limits) {
 	r := newRand(seed)
-	l := NewList()
+	l := newList()
 	m := &listModel{}
 	val := func() []byte {
 		if r.IntN(40) == 0 {
@@ -106,17 +106,17 @@ func runListModel(t *testing.T, seed uint64, lm *Limits) {
 			}
 			m.willAdd(lm, vs...)
 			if r.IntN(2) == 0 {
-				l.PushBack(lm, vs...)
+				l.PushBack(wOf(l), lm, vs...)
 				m.v = append(m.v, vs...)
 			} else {
-				l.PushFront(lm, vs...)
+				l.PushFront(wOf(l), lm, vs...)
 				for _, v := range vs {
 					m.v = slices.Insert(m.v, 0, v)
 				}
 			}
 		case op == 6:
 			n := r.IntN(4)
-			got := l.PopFront(n)
+			got := l.PopFront(wOf(l), n)
 			k := min(n, len(m.v))
 			for i := 0; i < k; i++ {
 				if !bytes.Equal(got[i], m.v[i]) {
@@ -126,7 +126,7 @@ func runListModel(t *testing.T, seed uint64, lm *Limits) {
 			m.v = m.v[k:]
 		case op == 7:
 			n := r.IntN(4)
-			got := l.PopBack(n)
+			got := l.PopBack(wOf(l), n)
 			k := min(n, len(m.v))
 			for i := 0; i < k; i++ {
 				if !bytes.Equal(got[i], m.v[len(m.v)-1-i]) {
@@ -142,7 +142,7 @@ func runListModel(t *testing.T, seed uint64, lm *Limits) {
 			if ok {
 				m.v[k] = v
 			}
-			mustEq(t, "set", l.Set(i, v, lm), ok)
+			mustEq(t, "set", l.Set(wOf(l), i, v, lm), ok)
 			g, gok := l.Index(i)
 			if ok != gok || (ok && !bytes.Equal(g, v)) {
 				t.Fatal("index after set")
@@ -167,7 +167,7 @@ func runListModel(t *testing.T, seed uint64, lm *Limits) {
 				m.v = slices.Insert(m.v, k, v)
 				want = len(m.v)
 			}
-			mustEq(t, "insert", l.Insert(pivot, v, before, lm), want)
+			mustEq(t, "insert", l.Insert(wOf(l), pivot, v, before, lm), want)
 		case op == 10:
 			if len(m.v) == 0 {
 				continue
@@ -191,7 +191,7 @@ func runListModel(t *testing.T, seed uint64, lm *Limits) {
 					}
 				}
 			}
-			mustEq(t, "lrem", l.Remove(count, v, lm), want)
+			mustEq(t, "lrem", l.Remove(wOf(l), count, v, lm), want)
 		case op == 11:
 			if r.IntN(4) != 0 {
 				// LRANGE / LPOS checks
@@ -227,14 +227,14 @@ func runListModel(t *testing.T, seed uint64, lm *Limits) {
 			a, b := idx(), idx()
 			lo, hi := modelRange(len(m.v), a, b)
 			m.v = slices.Clone(m.v[lo:hi])
-			l.Trim(a, b, lm)
+			l.Trim(wOf(l), a, b, lm)
 		}
 		if step%50 == 0 || len(m.v) < 5 {
 			checkList(t, l, m, lm)
 		}
 		if len(m.v) == 0 && r.IntN(3) == 0 {
 			// the command layer deletes empty keys
-			l, m = NewList(), &listModel{}
+			l, m = newList(), &listModel{}
 		}
 	}
 	checkList(t, l, m, lm)
@@ -274,36 +274,36 @@ func modelPos(v [][]byte, e []byte, rank, count, maxlen int64) []int {
 func TestListThreshold(t *testing.T) {
 	// 100-byte strings take 103 bytes in Redis's listpack: 7 + 103*79 + 100
 	// = 8244 > 8192, so the 80th push converts (7+103*78+100 = 8141 fits).
-	l := NewList()
+	l := newList()
 	v := bytes.Repeat([]byte("a"), 100)
 	for i := 1; i <= 79; i++ {
-		l.PushBack(nil, v)
+		l.PushBack(wOf(l), nil, v)
 		mustEq(t, fmt.Sprint("enc after ", i), l.Encoding(), "listpack")
 	}
-	l.PushBack(nil, v)
+	l.PushBack(wOf(l), nil, v)
 	mustEq(t, "enc after 80", l.Encoding(), "quicklist")
 	// never converts back
-	l.PopBack(79)
+	l.PopBack(wOf(l), 79)
 	mustEq(t, "enc after pops", l.Encoding(), "quicklist")
 
 	// count-based fill
 	lm := &Limits{ListMaxListpackSize: 3}
-	l = NewList()
-	l.PushBack(lm, []byte("a"), []byte("b"), []byte("c"))
+	l = newList()
+	l.PushBack(wOf(l), lm, []byte("a"), []byte("b"), []byte("c"))
 	mustEq(t, "3", l.Encoding(), "listpack")
-	l.PushFront(lm, []byte("z"))
+	l.PushFront(wOf(l), lm, []byte("z"))
 	mustEq(t, "4", l.Encoding(), "quicklist")
 }
 
 func TestListEdges(t *testing.T) {
-	l := NewList()
+	l := newList()
 	if _, ok := l.Index(0); ok {
 		t.Fatal("index on empty")
 	}
-	if l.PopFront(1) != nil || l.PopBack(5) != nil {
+	if l.PopFront(wOf(l), 1) != nil || l.PopBack(wOf(l), 5) != nil {
 		t.Fatal("pop on empty")
 	}
-	l.PushBack(nil, []byte("a"), []byte("b"), []byte("c"))
+	l.PushBack(wOf(l), nil, []byte("a"), []byte("b"), []byte("c"))
 	if got := l.RangeSlice(0, 10000000000); len(got) != 3 {
 		t.Fatal(len(got))
 	}
@@ -328,7 +328,7 @@ func TestListEdges(t *testing.T) {
 	if _, ok := l.Index(1 << 62); ok {
 		t.Fatal("index huge")
 	}
-	if l.Set(3, []byte("x"), nil) {
+	if l.Set(wOf(l), 3, []byte("x"), nil) {
 		t.Fatal("set out of range")
 	}
 	if _, err := l.Pos([]byte("a"), 0, 1, 0); err != ErrRankZero {
@@ -344,10 +344,10 @@ func TestListEdges(t *testing.T) {
 	if p, _ := l.Pos([]byte("c"), -1, 1, 1); len(p) != 1 || p[0] != 2 {
 		t.Fatal("rank -1", p)
 	}
-	if got := l.PopFront(1 << 40); len(got) != 3 {
+	if got := l.PopFront(wOf(l), 1<<40); len(got) != 3 {
 		t.Fatal("pop huge count")
 	}
-	l.Trim(1, 0, nil)
+	l.Trim(wOf(l), 1, 0, nil)
 	mustEq(t, "trim empty", l.Len(), 0)
 }
 
@@ -363,7 +363,7 @@ func mustPos(p []int, err error) []int {
 // taken midway that must stay unchanged.
 func TestListHeadChurn(t *testing.T) {
 	for _, lm := range []*Limits{&DefaultLimits, {ListMaxListpackSize: 3}} {
-		l := NewList()
+		l := newList()
 		var m [][]byte
 		r := newRand(7)
 		var snap *List
@@ -371,10 +371,10 @@ func TestListHeadChurn(t *testing.T) {
 		for round := 0; round < 40; round++ {
 			for i := r.IntN(300); i > 0; i-- {
 				v := randStr(r, 1+r.IntN(300))
-				l.PushFront(lm, v)
+				l.PushFront(wOf(l), lm, v)
 				m = slices.Insert(m, 0, v)
 			}
-			for _, v := range l.PopFront(r.IntN(300)) {
+			for _, v := range l.PopFront(wOf(l), r.IntN(300)) {
 				if !bytes.Equal(v, m[0]) {
 					t.Fatal("PopFront mismatch")
 				}

@@ -3,6 +3,8 @@ package types
 import (
 	"encoding/binary"
 	"errors"
+
+	"github.com/damselflydb/damselfly/listpack"
 )
 
 // The compact encoding ("listpack" in OBJECT ENCODING terms) is one flat,
@@ -188,47 +190,8 @@ func DecodeListpack(b []byte) ([][]byte, error) {
 	return out, nil
 }
 
-// redisLPEntrySize estimates the size in bytes Redis's listpack gives the
-// element v (used to convert lists at exactly Redis's thresholds).
-func redisLPEntrySize(v []byte) int {
-	var enc int
-	if x, ok := parseStrictInt(v); ok {
-		switch {
-		case x >= 0 && x <= 127:
-			enc = 1
-		case x >= -4096 && x <= 4095:
-			enc = 2
-		case x >= -32768 && x <= 32767:
-			enc = 3
-		case x >= -8388608 && x <= 8388607:
-			enc = 4
-		case x >= -2147483648 && x <= 2147483647:
-			enc = 5
-		default:
-			enc = 9
-		}
-	} else {
-		l := len(v)
-		switch {
-		case l < 64:
-			enc = 1 + l
-		case l < 4096:
-			enc = 2 + l
-		default:
-			enc = 5 + l
-		}
-	}
-	switch {
-	case enc < 128:
-		return enc + 1
-	case enc < 16384:
-		return enc + 2
-	case enc < 2097152:
-		return enc + 3
-	case enc < 268435456:
-		return enc + 4
-	}
-	return enc + 5
-}
+// redisLPEntrySize is the size in bytes Redis's listpack gives the element
+// v (used to convert lists at exactly Redis's thresholds).
+func redisLPEntrySize(v []byte) int { return listpack.EntrySize(v) }
 
-const redisLPHeader = 7 // 6-byte header + end byte
+const redisLPHeader = listpack.EmptySize // 6-byte header + end byte

@@ -32,9 +32,9 @@ func reportMem(b *testing.B, before uint64, keep any) {
 func BenchmarkMemHash1M(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		before := heapInUse()
-		h := NewHash()
+		h := newHash()
 		for j := 0; j < memN; j++ {
-			h.Set([]byte("field:"+strconv.Itoa(j)), []byte("value:"+strconv.Itoa(j)), nil)
+			h.Set(wOf(h), []byte("field:"+strconv.Itoa(j)), []byte("value:"+strconv.Itoa(j)), nil)
 		}
 		reportMem(b, before, h)
 	}
@@ -43,9 +43,9 @@ func BenchmarkMemHash1M(b *testing.B) {
 func BenchmarkMemSetStrings1M(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		before := heapInUse()
-		s := NewSet()
+		s := newSet()
 		for j := 0; j < memN; j++ {
-			s.Add([]byte("member:"+strconv.Itoa(j)), nil)
+			s.Add(wOf(s), []byte("member:"+strconv.Itoa(j)), nil)
 		}
 		reportMem(b, before, s)
 	}
@@ -54,9 +54,9 @@ func BenchmarkMemSetStrings1M(b *testing.B) {
 func BenchmarkMemSetInts1M(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		before := heapInUse()
-		s := NewSet()
+		s := newSet()
 		for j := 0; j < memN; j++ {
-			s.Add([]byte(strconv.Itoa(j)), nil)
+			s.Add(wOf(s), []byte(strconv.Itoa(j)), nil)
 		}
 		reportMem(b, before, s)
 	}
@@ -66,9 +66,9 @@ func BenchmarkMemZSet1M(b *testing.B) {
 	r := newRand(1)
 	for i := 0; i < b.N; i++ {
 		before := heapInUse()
-		z := NewZSet()
+		z := newZSet()
 		for j := 0; j < memN; j++ {
-			z.Add([]byte("member:"+strconv.Itoa(j)), float64(r.IntN(1_000_000)), 0, nil)
+			z.Add(wOf(z), []byte("member:"+strconv.Itoa(j)), float64(r.IntN(1_000_000)), 0, nil)
 		}
 		reportMem(b, before, z)
 	}
@@ -89,9 +89,9 @@ func BenchmarkMemGoMapHash1M(b *testing.B) {
 func BenchmarkMemList1M(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		before := heapInUse()
-		l := NewList()
+		l := newList()
 		for j := 0; j < memN; j++ {
-			l.PushBack(nil, []byte("element:"+strconv.Itoa(j)))
+			l.PushBack(wOf(l), nil, []byte("element:"+strconv.Itoa(j)))
 		}
 		reportMem(b, before, l)
 	}
@@ -99,45 +99,45 @@ func BenchmarkMemList1M(b *testing.B) {
 
 // Speed benchmarks.
 func BenchmarkHashSetGet(b *testing.B) {
-	h := NewHash()
+	h := newHash()
 	keys := make([][]byte, 1<<16)
 	for i := range keys {
 		keys[i] = []byte(fmt.Sprint("field:", i))
-		h.Set(keys[i], keys[i], nil)
+		h.Set(wOf(h), keys[i], keys[i], nil)
 	}
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		k := keys[i&(len(keys)-1)]
-		h.Set(k, k, nil)
+		h.Set(wOf(h), k, k, nil)
 		h.Get(k)
 	}
 }
 
 func BenchmarkZSetAddRank(b *testing.B) {
-	z := NewZSet()
+	z := newZSet()
 	r := newRand(2)
 	keys := make([][]byte, 1<<16)
 	for i := range keys {
 		keys[i] = []byte(fmt.Sprint("m:", i))
-		z.Add(keys[i], float64(r.IntN(1000)), 0, nil)
+		z.Add(wOf(z), keys[i], float64(r.IntN(1000)), 0, nil)
 	}
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		k := keys[i&(len(keys)-1)]
-		z.Add(k, float64(r.IntN(1000)), 0, nil)
+		z.Add(wOf(z), k, float64(r.IntN(1000)), 0, nil)
 		z.Rank(k, false)
 	}
 }
 
 func BenchmarkListPushPop(b *testing.B) {
-	l := NewList()
+	l := newList()
 	v := []byte("some-element-value")
 	for i := 0; i < 100000; i++ {
-		l.PushBack(nil, v)
+		l.PushBack(wOf(l), nil, v)
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		l.PushFront(nil, v)
-		l.PopBack(1)
+		l.PushFront(wOf(l), nil, v)
+		l.PopBack(wOf(l), 1)
 	}
 }

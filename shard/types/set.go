@@ -26,17 +26,17 @@ type Set struct {
 	enc  uint8
 }
 
-// NewSet returns an empty set (intset encoding, as Redis's SADD of integers
+// newSet returns an empty set (intset encoding, as Redis's SADD of integers
 // creates; the first non-integer member converts it to listpack).
-func NewSet() *Set { return &Set{} }
+func newSet() *Set { return &Set{} }
 
-// NewSetSized mirrors Redis 7.2's setTypeCreate: the encoding for a new set
+// newSetSized mirrors Redis 7.2's setTypeCreate: the encoding for a new set
 // whose first member is first and which is expected to receive hint members.
 // Without listpack sets (SetMaxListpackEntries 0, Redis 7.0) it is 7.0's:
 // an integer first member makes an intset whatever the hint, and Add
 // converts it only when the distinct members exceed the limit (SADD s 0 10
 // 10 with set-max-intset-entries 2 stays an intset).
-func NewSetSized(first []byte, hint int, l *Limits) *Set {
+func newSetSized(first []byte, hint int, l *Limits) *Set {
 	lm := lim(l)
 	if _, ok := parseStrictInt(first); ok && (hint <= lm.SetMaxIntsetEntries || lm.SetMaxListpackEntries == 0) {
 		return &Set{}
@@ -126,8 +126,8 @@ func digits10(v int64) int {
 	return len(strconv.AppendInt(buf[:0], v, 10))
 }
 
-// Add adds m and reports whether it was new.
-func (s *Set) Add(m []byte, l *Limits) bool {
+// add adds m and reports whether it was new.
+func (s *Set) add(m []byte, l *Limits) bool {
 	lm := lim(l)
 	if s.enc == encIntset {
 		if v, ok := parseStrictInt(m); ok {
@@ -165,8 +165,8 @@ func (s *Set) Add(m []byte, l *Limits) bool {
 	return s.t.add(m)
 }
 
-// Remove removes m and reports whether it was a member.
-func (s *Set) Remove(m []byte) bool {
+// remove removes m and reports whether it was a member.
+func (s *Set) remove(m []byte) bool {
 	switch s.enc {
 	case encIntset:
 		v, ok := parseStrictInt(m)
@@ -269,9 +269,9 @@ func (s *Set) RandomMembers(r *rand.Rand, count int64, fn func(m []byte)) error 
 	return nil
 }
 
-// Pop removes and returns up to count random members (SPOP). count <= 0
+// pop removes and returns up to count random members (SPOP). count <= 0
 // returns nil.
-func (s *Set) Pop(r *rand.Rand, count int64) [][]byte {
+func (s *Set) pop(r *rand.Rand, count int64) [][]byte {
 	n := s.Len()
 	if count <= 0 || n == 0 {
 		return nil
@@ -382,17 +382,17 @@ func SetInterCard(sets []*Set, limit int) int {
 
 // SetInterNew returns the intersection as a new set (SINTERSTORE).
 func SetInterNew(sets []*Set, l *Limits) *Set {
-	d := NewSet()
-	SetInter(sets, func(m []byte) bool { d.Add(m, l); return true })
+	d := newSet()
+	SetInter(sets, func(m []byte) bool { d.add(m, l); return true })
 	return d
 }
 
 // SetUnion returns the union as a new set (SUNION, SUNIONSTORE).
 func SetUnion(sets []*Set, l *Limits) *Set {
-	d := NewSet()
+	d := newSet()
 	for _, s := range sets {
 		if s != nil {
-			s.Iterate(func(m []byte) bool { d.Add(m, l); return true })
+			s.Iterate(func(m []byte) bool { d.add(m, l); return true })
 		}
 	}
 	return d
@@ -401,7 +401,7 @@ func SetUnion(sets []*Set, l *Limits) *Set {
 // SetDiff returns sets[0] minus the others as a new set (SDIFF,
 // SDIFFSTORE).
 func SetDiff(sets []*Set, l *Limits) *Set {
-	d := NewSet()
+	d := newSet()
 	if len(sets) == 0 || sets[0] == nil {
 		return d
 	}
@@ -411,7 +411,7 @@ func SetDiff(sets []*Set, l *Limits) *Set {
 				return true
 			}
 		}
-		d.Add(m, l)
+		d.add(m, l)
 		return true
 	})
 	return d

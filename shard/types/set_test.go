@@ -72,7 +72,7 @@ func TestSetModel(t *testing.T) {
 			lm = &Limits{SetMaxIntsetEntries: 512, SetMaxListpackEntries: 0, SetMaxListpackValue: 64} // Redis 7.0
 		}
 		r := newRand(seed)
-		s := NewSet()
+		s := newSet()
 		sm := &setModel{m: map[string]bool{}, enc: "intset"}
 		intsOnly := seed <= 3
 		for step := 0; step < 15000; step++ {
@@ -86,16 +86,16 @@ func TestSetModel(t *testing.T) {
 			case op < 5:
 				_, had := sm.m[string(v)]
 				sm.add(lm, v)
-				mustEq(t, "add", s.Add(v, lm), !had)
+				mustEq(t, "add", s.Add(wOf(s), v, lm), !had)
 			case op < 7:
 				had := sm.m[string(v)]
 				delete(sm.m, string(v))
-				mustEq(t, "remove", s.Remove(v), had)
+				mustEq(t, "remove", s.Remove(wOf(s), v), had)
 			case op < 8:
 				mustEq(t, "contains", s.Contains(v), sm.m[string(v)])
 			case op < 9:
 				n := int64(r.IntN(4))
-				got := s.Pop(r, n)
+				got := s.Pop(wOf(s), r, n)
 				mustEq(t, "pop n", int64(len(got)), min(n, int64(len(sm.m))))
 				for _, g := range got {
 					if !sm.m[string(g)] {
@@ -130,7 +130,7 @@ func TestSetModel(t *testing.T) {
 				checkSet(t, s, sm)
 			}
 			if len(sm.m) == 0 {
-				s = NewSet()
+				s = newSet()
 				sm.enc = "intset"
 			}
 		}
@@ -140,39 +140,39 @@ func TestSetModel(t *testing.T) {
 }
 
 func TestSetThresholds(t *testing.T) {
-	s := NewSet()
+	s := newSet()
 	for i := 0; i < 512; i++ {
-		s.Add([]byte(strconv.Itoa(i*7-1000)), nil)
+		s.Add(wOf(s), []byte(strconv.Itoa(i*7-1000)), nil)
 	}
 	mustEq(t, "512 ints", s.Encoding(), "intset")
-	s.Add([]byte("100000"), nil)
+	s.Add(wOf(s), []byte("100000"), nil)
 	mustEq(t, "513 ints", s.Encoding(), "hashtable")
 
-	s = NewSet()
+	s = newSet()
 	for i := 0; i < 127; i++ {
-		s.Add([]byte(strconv.Itoa(i)), nil)
+		s.Add(wOf(s), []byte(strconv.Itoa(i)), nil)
 	}
-	s.Add([]byte("x"), nil)
+	s.Add(wOf(s), []byte("x"), nil)
 	mustEq(t, "127 ints + x", s.Encoding(), "listpack")
-	s = NewSet()
+	s = newSet()
 	for i := 0; i < 128; i++ {
-		s.Add([]byte(strconv.Itoa(i)), nil)
+		s.Add(wOf(s), []byte(strconv.Itoa(i)), nil)
 	}
-	s.Add([]byte("x"), nil)
+	s.Add(wOf(s), []byte("x"), nil)
 	mustEq(t, "128 ints + x", s.Encoding(), "hashtable")
 
-	s = NewSet()
+	s = newSet()
 	for i := 0; i < 128; i++ {
-		s.Add([]byte(fmt.Sprint("m", i)), nil)
+		s.Add(wOf(s), []byte(fmt.Sprint("m", i)), nil)
 	}
 	mustEq(t, "128 strings", s.Encoding(), "listpack")
-	s.Add([]byte("m-one-more"), nil)
+	s.Add(wOf(s), []byte("m-one-more"), nil)
 	mustEq(t, "129 strings", s.Encoding(), "hashtable")
-	s.Pop(newRand(1), 128)
+	s.Pop(wOf(s), newRand(1), 128)
 	mustEq(t, "never back", s.Encoding(), "hashtable")
 
-	s = NewSet()
-	s.Add([]byte("01"), nil) // not a canonical integer
+	s = newSet()
+	s.Add(wOf(s), []byte("01"), nil) // not a canonical integer
 	mustEq(t, "01", s.Encoding(), "listpack")
 	if err := s.RandomMembers(newRand(1), math.MinInt64, func([]byte) {}); err != ErrOutOfRange {
 		t.Fatal(err)
@@ -181,9 +181,9 @@ func TestSetThresholds(t *testing.T) {
 
 func TestSetAlgebra(t *testing.T) {
 	mk := func(ms ...string) *Set {
-		s := NewSet()
+		s := newSet()
 		for _, m := range ms {
-			s.Add([]byte(m), nil)
+			s.Add(wOf(s), []byte(m), nil)
 		}
 		return s
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+
+	"github.com/damselflydb/damselfly/listpack"
 )
 
 // Stream is a Redis stream.
@@ -162,16 +164,16 @@ func (s *Stream) SetLastID(id StreamID, entriesAdded uint64, maxDeleted StreamID
 // of master fields, the offset of the first master field and of the first
 // entry's flags.
 func nodeMeta(lp []byte) (count, deleted int64, mfields int, mstart, first int) {
-	off := rlpHeader
-	count, off = rlpInt(lp, off)
-	deleted, off = rlpInt(lp, off)
+	off := listpack.HeaderSize
+	count, off = listpack.Int(lp, off)
+	deleted, off = listpack.Int(lp, off)
 	var nf int64
-	nf, off = rlpInt(lp, off)
+	nf, off = listpack.Int(lp, off)
 	mstart = off
 	for i := int64(0); i < nf; i++ {
-		off = rlpSkip(lp, off)
+		off = listpack.Skip(lp, off)
 	}
-	off = rlpSkip(lp, off) // the master's zero terminator
+	off = listpack.Skip(lp, off) // the master's zero terminator
 	return count, deleted, int(nf), mstart, off
 }
 
@@ -191,17 +193,17 @@ func (e *rawEntry) deleted() bool { return e.flags&streamFlagDeleted != 0 }
 func decodeEntry(lp []byte, master StreamID, mfields, off int) rawEntry {
 	e := rawEntry{off: off}
 	p := off
-	e.flags, p = rlpInt(lp, p)
+	e.flags, p = listpack.Int(lp, p)
 	var d int64
-	d, p = rlpInt(lp, p)
+	d, p = listpack.Int(lp, p)
 	e.id.Ms = master.Ms + uint64(d)
-	d, p = rlpInt(lp, p)
+	d, p = listpack.Int(lp, p)
 	e.id.Seq = master.Seq + uint64(d)
 	if e.flags&streamFlagSameFields != 0 {
 		e.nf = mfields
 	} else {
 		var nf int64
-		nf, p = rlpInt(lp, p)
+		nf, p = listpack.Int(lp, p)
 		e.nf = int(nf)
 	}
 	e.body = p
@@ -210,7 +212,7 @@ func decodeEntry(lp []byte, master StreamID, mfields, off int) rawEntry {
 		k *= 2
 	}
 	for i := 0; i < k; i++ {
-		p = rlpSkip(lp, p)
+		p = listpack.Skip(lp, p)
 	}
 	e.end = p
 	return e
@@ -225,11 +227,11 @@ func (e *rawEntry) fields(lp []byte, mstart int, dst [][]byte, scratch *[]byte) 
 	for i := 0; i < e.nf; i++ {
 		var f, v []byte
 		if same {
-			f, mp = rlpBytes(lp, mp, scratch)
+			f, mp = listpack.Bytes(lp, mp, scratch)
 		} else {
-			f, p = rlpBytes(lp, p, scratch)
+			f, p = listpack.Bytes(lp, p, scratch)
 		}
-		v, p = rlpBytes(lp, p, scratch)
+		v, p = listpack.Bytes(lp, p, scratch)
 		dst = append(dst, f, v)
 	}
 	return dst
@@ -247,19 +249,19 @@ func (n *streamNode) scan(rev bool, fn func(e *rawEntry, mstart int) bool) bool 
 			if !fn(&e, mstart) {
 				return false
 			}
-			off = rlpSkip(lp, e.end)
+			off = listpack.Skip(lp, e.end)
 		}
 		return true
 	}
 	for pos := len(lp) - 1; ; {
-		lc := rlpPrev(lp, pos)
-		cnt, _ := rlpInt(lp, lc)
+		lc := listpack.Prev(lp, pos)
+		cnt, _ := listpack.Int(lp, lc)
 		if cnt == 0 || lc < first {
 			return true
 		}
 		off := lc
 		for ; cnt > 0; cnt-- {
-			off = rlpPrev(lp, off)
+			off = listpack.Prev(lp, off)
 		}
 		e := decodeEntry(lp, n.master, mfields, off)
 		if !fn(&e, mstart) {
@@ -396,8 +398,8 @@ func (s *Stream) Add(id StreamID, fv [][]byte, l *Limits) error {
 		n = &s.nodes[k-1]
 		full := len(n.lp)+tot >= maxBytes
 		if !full && maxEntries > 0 {
-			cnt, p := rlpInt(n.lp, rlpHeader)
-			del, _ := rlpInt(n.lp, p)
+			cnt, p := listpack.Int(n.lp, listpack.HeaderSize)
+			del, _ := listpack.Int(n.lp, p)
 			full = cnt+del >= int64(maxEntries)
 		}
 		if full {
@@ -411,9 +413,9 @@ func (s *Stream) Add(id StreamID, fv [][]byte, l *Limits) error {
 	}
 	flags := int64(0)
 	if n == nil {
-		need := rlpHeader + 1 + 3*2 + 2
+		need := listpack.HeaderSize + 1 + 3*2 + 2
 		for i := 0; i < nf; i++ {
-			need += rlpElemSize(fv[2*i])
+			need += listpack.EntrySize(fv[2*i])
 		}
 		// Size the node like the previous one: a stream's nodes tend to be
 		// alike, and a node allocated once makes no garbage as it fills.
@@ -422,20 +424,20 @@ func (s *Stream) Add(id StreamID, fv [][]byte, l *Limits) error {
 			prev := len(s.nodes[k-1].lp)
 			capHint = max(capHint, min(prev, maxBytes+need))
 		}
-		lp := rlpNew(capHint)
-		lp = rlpAppendInt(lp, 1)
-		lp = rlpAppendInt(lp, 0)
-		lp = rlpAppendInt(lp, int64(nf))
+		lp := listpack.New(capHint)
+		lp = listpack.PushInt(lp, 1)
+		lp = listpack.PushInt(lp, 0)
+		lp = listpack.PushInt(lp, int64(nf))
 		for i := 0; i < nf; i++ {
-			lp = rlpAppend(lp, fv[2*i])
+			lp = listpack.Push(lp, fv[2*i])
 		}
-		lp = rlpAppendInt(lp, 0)
+		lp = listpack.PushInt(lp, 0)
 		s.nodes = append(s.nodes, streamNode{master: id, lp: lp})
 		n = &s.nodes[len(s.nodes)-1]
 		flags = streamFlagSameFields
 	} else {
-		cnt, _ := rlpInt(n.lp, rlpHeader)
-		n.lp = rlpReplaceInt(n.lp, rlpHeader, cnt+1)
+		cnt, _ := listpack.Int(n.lp, listpack.HeaderSize)
+		n.lp = listpack.ReplaceInt(n.lp, listpack.HeaderSize, cnt+1)
 		_, _, mfields, mstart, _ := nodeMeta(n.lp)
 		if mfields == nf {
 			p := mstart
@@ -444,7 +446,7 @@ func (s *Stream) Add(id StreamID, fv [][]byte, l *Limits) error {
 			for i := 0; i < nf && same; i++ {
 				sc := scratch[:0]
 				var f []byte
-				f, p = rlpBytes(n.lp, p, &sc)
+				f, p = listpack.Bytes(n.lp, p, &sc)
 				same = string(f) == string(fv[2*i])
 			}
 			if same {
@@ -453,24 +455,24 @@ func (s *Stream) Add(id StreamID, fv [][]byte, l *Limits) error {
 		}
 	}
 	lp := n.lp
-	lp = rlpAppendInt(lp, flags)
-	lp = rlpAppendInt(lp, int64(id.Ms-n.master.Ms))
-	lp = rlpAppendInt(lp, int64(id.Seq-n.master.Seq))
+	lp = listpack.PushInt(lp, flags)
+	lp = listpack.PushInt(lp, int64(id.Ms-n.master.Ms))
+	lp = listpack.PushInt(lp, int64(id.Seq-n.master.Seq))
 	same := flags&streamFlagSameFields != 0
 	if !same {
-		lp = rlpAppendInt(lp, int64(nf))
+		lp = listpack.PushInt(lp, int64(nf))
 	}
 	for i := 0; i < nf; i++ {
 		if !same {
-			lp = rlpAppend(lp, fv[2*i])
+			lp = listpack.Push(lp, fv[2*i])
 		}
-		lp = rlpAppend(lp, fv[2*i+1])
+		lp = listpack.Push(lp, fv[2*i+1])
 	}
 	lc := int64(nf) + 3
 	if !same {
 		lc += int64(nf) + 1
 	}
-	n.lp = rlpAppendInt(lp, lc)
+	n.lp = listpack.PushInt(lp, lc)
 	s.length++
 	s.entriesAdded++
 	s.lastID = id
@@ -498,16 +500,16 @@ func (s *Stream) removeNode(i int) {
 // the stream's length or IDs.
 func (s *Stream) markDeleted(i int, e *rawEntry) {
 	n := &s.nodes[i]
-	cnt, p := rlpInt(n.lp, rlpHeader)
+	cnt, p := listpack.Int(n.lp, listpack.HeaderSize)
 	if cnt == 1 {
 		s.removeNode(i)
 		return
 	}
-	n.lp = rlpReplaceInt(n.lp, e.off, e.flags|streamFlagDeleted) // same size: flags < 128
-	n.lp = rlpReplaceInt(n.lp, rlpHeader, cnt-1)
-	p = rlpSkip(n.lp, rlpHeader)
-	del, _ := rlpInt(n.lp, p)
-	n.lp = rlpReplaceInt(n.lp, p, del+1)
+	n.lp = listpack.ReplaceInt(n.lp, e.off, e.flags|streamFlagDeleted) // same size: flags < 128
+	n.lp = listpack.ReplaceInt(n.lp, listpack.HeaderSize, cnt-1)
+	p = listpack.Skip(n.lp, listpack.HeaderSize)
+	del, _ := listpack.Int(n.lp, p)
+	n.lp = listpack.ReplaceInt(n.lp, p, del+1)
 }
 
 // Delete removes the entry id (XDEL) and reports whether it existed. Like
@@ -565,7 +567,7 @@ func (s *Stream) Trim(a TrimArgs) int64 {
 			break
 		}
 		n := &s.nodes[0]
-		entries, _ := rlpInt(n.lp, rlpHeader)
+		entries, _ := listpack.Int(n.lp, listpack.HeaderSize)
 		if a.Limit > 0 && deleted+entries > a.Limit {
 			break
 		}
@@ -607,14 +609,14 @@ func (s *Stream) Trim(a TrimArgs) int64 {
 			return true
 		})
 		for _, off := range marks {
-			f, _ := rlpInt(n.lp, off)
-			n.lp = rlpReplaceInt(n.lp, off, f|streamFlagDeleted)
+			f, _ := listpack.Int(n.lp, off)
+			n.lp = listpack.ReplaceInt(n.lp, off, f|streamFlagDeleted)
 		}
 		deleted += fromLP
-		n.lp = rlpReplaceInt(n.lp, rlpHeader, entries-fromLP)
-		p := rlpSkip(n.lp, rlpHeader)
-		del, _ := rlpInt(n.lp, p)
-		n.lp = rlpReplaceInt(n.lp, p, del+fromLP)
+		n.lp = listpack.ReplaceInt(n.lp, listpack.HeaderSize, entries-fromLP)
+		p := listpack.Skip(n.lp, listpack.HeaderSize)
+		del, _ := listpack.Int(n.lp, p)
+		n.lp = listpack.ReplaceInt(n.lp, p, del+fromLP)
 		break
 	}
 	if s.length == 0 {
@@ -683,7 +685,7 @@ type StreamMeta struct {
 // IDs increasing from the previous node), so that no later operation can
 // trip over it. lp is kept (not copied).
 func (s *Stream) LoadNode(master StreamID, lp []byte) error {
-	if _, err := rlpValidate(lp); err != nil {
+	if _, err := listpack.Validate(lp); err != nil {
 		return err
 	}
 	if len(s.nodes) > 0 && !s.nodes[len(s.nodes)-1].master.Less(master) {
@@ -696,13 +698,13 @@ func (s *Stream) LoadNode(master StreamID, lp []byte) error {
 	}
 	end := len(lp) - 1
 	// master entry: count, deleted, num-fields, fields, 0
-	p := rlpHeader
+	p := listpack.HeaderSize
 	var meta [3]int64
 	for i := range meta {
 		if p >= end {
 			return errBadStream
 		}
-		_, v, isInt, next := rlpElem(lp, p)
+		_, v, isInt, next := listpack.Elem(lp, p)
 		if !isInt || v < 0 {
 			return errBadStream
 		}
@@ -712,12 +714,12 @@ func (s *Stream) LoadNode(master StreamID, lp []byte) error {
 		if p >= end {
 			return errBadStream
 		}
-		p = rlpSkip(lp, p)
+		p = listpack.Skip(lp, p)
 	}
 	if p >= end {
 		return errBadStream
 	}
-	if _, v, isInt, next := rlpElem(lp, p); !isInt || v != 0 {
+	if _, v, isInt, next := listpack.Elem(lp, p); !isInt || v != 0 {
 		return errBadStream
 	} else {
 		p = next
@@ -730,7 +732,7 @@ func (s *Stream) LoadNode(master StreamID, lp []byte) error {
 			if p >= end {
 				return errBadStream
 			}
-			_, v, isInt, next := rlpElem(lp, p)
+			_, v, isInt, next := listpack.Elem(lp, p)
 			if !isInt {
 				return errBadStream
 			}
@@ -751,7 +753,7 @@ func (s *Stream) LoadNode(master StreamID, lp []byte) error {
 			if p >= end {
 				return errBadStream
 			}
-			_, v, isInt, next := rlpElem(lp, p)
+			_, v, isInt, next := listpack.Elem(lp, p)
 			if !isInt || v < 0 {
 				return errBadStream
 			}
@@ -765,12 +767,12 @@ func (s *Stream) LoadNode(master StreamID, lp []byte) error {
 			if p >= end {
 				return errBadStream
 			}
-			p = rlpSkip(lp, p)
+			p = listpack.Skip(lp, p)
 		}
 		if p >= end {
 			return errBadStream
 		}
-		_, lc, isInt, next := rlpElem(lp, p)
+		_, lc, isInt, next := listpack.Elem(lp, p)
 		want := nf + 3
 		if flags&streamFlagSameFields == 0 {
 			want += nf + 1
@@ -781,7 +783,7 @@ func (s *Stream) LoadNode(master StreamID, lp []byte) error {
 		// the backward walk must land on this entry's flags
 		q := p
 		for j := lc; j > 0; j-- {
-			q = rlpPrev(lp, q)
+			q = listpack.Prev(lp, q)
 		}
 		if q != start {
 			return errBadStream
@@ -805,7 +807,7 @@ func (s *Stream) LoadNode(master StreamID, lp []byte) error {
 func (s *Stream) SetMeta(m StreamMeta) error {
 	var live uint64
 	for i := range s.nodes {
-		c, _ := rlpInt(s.nodes[i].lp, rlpHeader)
+		c, _ := listpack.Int(s.nodes[i].lp, listpack.HeaderSize)
 		live += uint64(c)
 	}
 	if live != m.Length {

@@ -6,54 +6,56 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/damselflydb/damselfly/listpack"
 )
 
 func TestRLPIntsAndStrings(t *testing.T) {
-	lp := rlpNew(0)
+	lp := listpack.New(0)
 	ints := []int64{0, 1, 127, 128, -1, -4096, 4095, 4096, -4097, 32767, -32768, 32768, 8388607, -8388608, 8388608,
 		math.MaxInt32, math.MinInt32, math.MaxInt32 + 1, math.MaxInt64, math.MinInt64}
 	for _, v := range ints {
-		lp = rlpAppendInt(lp, v)
+		lp = listpack.PushInt(lp, v)
 	}
 	strs := []string{"", "a", strings.Repeat("b", 63), strings.Repeat("c", 64), strings.Repeat("d", 4095), strings.Repeat("e", 4096), "007", "-0", "12a"}
 	for _, s := range strs {
-		lp = rlpAppend(lp, []byte(s))
+		lp = listpack.Push(lp, []byte(s))
 	}
-	n, err := rlpValidate(lp)
+	n, err := listpack.Validate(lp)
 	if err != nil || n != len(ints)+len(strs) {
 		t.Fatalf("validate: %d %v", n, err)
 	}
-	off := rlpHeader
+	off := listpack.HeaderSize
 	var offs []int
 	for _, v := range ints {
 		offs = append(offs, off)
 		var got int64
-		got, off = rlpInt(lp, off)
+		got, off = listpack.Int(lp, off)
 		mustEq(t, "int", got, v)
 	}
 	for _, s := range strs {
 		offs = append(offs, off)
 		var sc []byte
 		var got []byte
-		got, off = rlpBytes(lp, off, &sc)
+		got, off = listpack.Bytes(lp, off, &sc)
 		mustEq(t, "str", string(got), s)
 	}
 	// walking backwards lands on every element
 	for i, p := len(offs)-1, len(lp)-1; i >= 0; i-- {
-		p = rlpPrev(lp, p)
+		p = listpack.Prev(lp, p)
 		mustEq(t, "prev", p, offs[i])
 	}
 	// replacing with a bigger and a smaller integer keeps the rest intact
-	lp = rlpReplaceInt(lp, rlpHeader, math.MaxInt64)
-	lp = rlpReplaceInt(lp, rlpHeader, 5)
-	if _, err := rlpValidate(lp); err != nil {
+	lp = listpack.ReplaceInt(lp, listpack.HeaderSize, math.MaxInt64)
+	lp = listpack.ReplaceInt(lp, listpack.HeaderSize, 5)
+	if _, err := listpack.Validate(lp); err != nil {
 		t.Fatal(err)
 	}
 	// corruption is detected, never a panic
 	for i := 0; i < len(lp); i += 7 {
 		c := append([]byte(nil), lp...)
 		c[i] ^= 0x5a
-		rlpValidate(c)
+		listpack.Validate(c)
 	}
 }
 
@@ -212,7 +214,7 @@ func TestStreamLoadNodeRejectsCorruption(t *testing.T) {
 	var master StreamID
 	s.Nodes(func(m StreamID, b []byte) bool { master, lp = m, b; return false })
 	bad := 0
-	for i := rlpHeader; i < len(lp)-1; i++ {
+	for i := listpack.HeaderSize; i < len(lp)-1; i++ {
 		for _, x := range []byte{1, 0x40, 0x80} {
 			c := append([]byte(nil), lp...)
 			c[i] ^= x

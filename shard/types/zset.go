@@ -48,12 +48,12 @@ const (
 // ErrGTLTNX is ZADD's error for GT/LT combined with NX (or GT with LT).
 var ErrGTLTNX = errors.New("GT, LT, and/or NX options at the same time are not compatible")
 
-// NewZSet returns an empty sorted set in the listpack encoding.
-func NewZSet() *ZSet { return &ZSet{} }
+// newZSet returns an empty sorted set in the listpack encoding.
+func newZSet() *ZSet { return &ZSet{} }
 
-// NewZSetSized mirrors Redis's zsetTypeCreate: skiplist when hint elements
+// newZSetSized mirrors Redis's zsetTypeCreate: skiplist when hint elements
 // or a member of maxLen bytes exceed the listpack limits.
-func NewZSetSized(hint, maxLen int, l *Limits) *ZSet {
+func newZSetSized(hint, maxLen int, l *Limits) *ZSet {
 	lm := lim(l)
 	if lm.ZSetMaxListpackEntries == 0 || hint > lm.ZSetMaxListpackEntries || maxLen > lm.ZSetMaxListpackValue {
 		z := &ZSet{t: newTable(kindZSet, hint)}
@@ -164,12 +164,12 @@ func (z *ZSet) Score(member []byte) (float64, bool) {
 	return s, ok
 }
 
-// Add implements ZADD/ZINCRBY for one member with Redis's rules and returns
+// add implements ZADD/ZINCRBY for one member with Redis's rules and returns
 // the member's resulting score and what happened. With ZAddIncr, score is
 // the increment; a NaN result returns ErrNaN and changes nothing. The
 // caller counts ZAdded (and ZUpdated with CH) for the reply; with INCR a
 // ZNop result means a nil reply.
-func (z *ZSet) Add(member []byte, score float64, flags ZAddFlags, l *Limits) (float64, ZAddResult, error) {
+func (z *ZSet) add(member []byte, score float64, flags ZAddFlags, l *Limits) (float64, ZAddResult, error) {
 	nx, xx := flags&ZAddNX != 0, flags&ZAddXX != 0
 	gt, lt := flags&ZAddGT != 0, flags&ZAddLT != 0
 	if nx && xx {
@@ -218,6 +218,43 @@ func (z *ZSet) Add(member []byte, score float64, flags ZAddFlags, l *Limits) (fl
 	return score, ZAdded, nil
 }
 
+// Plan returns what Add would return for these arguments without changing
+// the set: a write command that finds nothing to change answers from it and
+// needs no W (so no snapshot capture and no WATCH touch).
+func (z *ZSet) Plan(member []byte, score float64, flags ZAddFlags) (float64, ZAddResult, error) {
+	nx, xx := flags&ZAddNX != 0, flags&ZAddXX != 0
+	gt, lt := flags&ZAddGT != 0, flags&ZAddLT != 0
+	if nx && xx {
+		return 0, ZNop, ErrIncompatibleFlags
+	}
+	if (gt && nx) || (lt && nx) || (gt && lt) {
+		return 0, ZNop, ErrGTLTNX
+	}
+	if math.IsNaN(score) {
+		return 0, ZNop, ErrNaN
+	}
+	cur, exists := z.Score(member)
+	if !exists {
+		if xx {
+			return 0, ZNop, nil
+		}
+		return score, ZAdded, nil
+	}
+	if nx {
+		return cur, ZNop, nil
+	}
+	if flags&ZAddIncr != 0 {
+		score += cur
+		if math.IsNaN(score) {
+			return 0, ZNop, ErrNaN
+		}
+	}
+	if (lt && score >= cur) || (gt && score <= cur) || score == cur {
+		return cur, ZNop, nil
+	}
+	return score, ZUpdated, nil
+}
+
 func (z *ZSet) update(member []byte, old, score float64) {
 	if z.t == nil {
 		off, end, _, _ := z.lpFind(member)
@@ -234,8 +271,8 @@ func (z *ZSet) update(member []byte, old, score float64) {
 	z.tr.insert(zitem{score, ref}, key)
 }
 
-// Remove deletes member and reports whether it existed.
-func (z *ZSet) Remove(member []byte) bool {
+// remove deletes member and reports whether it existed.
+func (z *ZSet) remove(member []byte) bool {
 	if z.t == nil {
 		off, end, _, ok := z.lpFind(member)
 		if ok {
@@ -559,8 +596,8 @@ func (z *ZSet) removeRanks(lo, hi int) int {
 	return hi - lo
 }
 
-// RemoveRangeByRank is ZREMRANGEBYRANK.
-func (z *ZSet) RemoveRangeByRank(start, stop int64) int {
+// removeRangeByRank is ZREMRANGEBYRANK.
+func (z *ZSet) removeRangeByRank(start, stop int64) int {
 	lo, hi, ok := normRange(start, stop, z.Len())
 	if !ok {
 		return 0
@@ -568,22 +605,22 @@ func (z *ZSet) RemoveRangeByRank(start, stop int64) int {
 	return z.removeRanks(lo, hi)
 }
 
-// RemoveRangeByScore is ZREMRANGEBYSCORE.
-func (z *ZSet) RemoveRangeByScore(min, max ScoreBound) int {
+// removeRangeByScore is ZREMRANGEBYSCORE.
+func (z *ZSet) removeRangeByScore(min, max ScoreBound) int {
 	return z.removeRanks(z.scoreRanks(min, max))
 }
 
-// RemoveRangeByLex is ZREMRANGEBYLEX.
-func (z *ZSet) RemoveRangeByLex(min, max LexBound) int {
+// removeRangeByLex is ZREMRANGEBYLEX.
+func (z *ZSet) removeRangeByLex(min, max LexBound) int {
 	return z.removeRanks(z.lexRanks(min, max))
 }
 
-// PopMin removes and returns up to count lowest members (ZPOPMIN), lowest
+// popMin removes and returns up to count lowest members (ZPOPMIN), lowest
 // first. count <= 0 returns nil.
-func (z *ZSet) PopMin(count int64) []ZMember { return z.pop(count, false) }
+func (z *ZSet) popMin(count int64) []ZMember { return z.pop(count, false) }
 
-// PopMax removes and returns up to count highest members, highest first.
-func (z *ZSet) PopMax(count int64) []ZMember { return z.pop(count, true) }
+// popMax removes and returns up to count highest members, highest first.
+func (z *ZSet) popMax(count int64) []ZMember { return z.pop(count, true) }
 
 func (z *ZSet) pop(count int64, highest bool) []ZMember {
 	n := z.Len()

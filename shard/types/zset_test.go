@@ -115,7 +115,7 @@ func TestZSetModel(t *testing.T) {
 
 func runZModel(t *testing.T, seed uint64, lm *Limits) {
 	r := newRand(seed)
-	z := NewZSet()
+	z := newZSet()
 	zm := &zmodel{m: map[string]float64{}}
 	lexOnly := seed >= 5 // all scores equal: lex ranges well defined
 	keys := 60 + int(seed)*150
@@ -166,7 +166,7 @@ func runZModel(t *testing.T, seed uint64, lm *Limits) {
 					flags |= f
 				}
 			}
-			got, res, err := z.Add(m, s, flags, lm)
+			got, res, err := z.Add(wOf(z), m, s, flags, lm)
 			// model
 			nx, xx, gt, lt := flags&ZAddNX != 0, flags&ZAddXX != 0, flags&ZAddGT != 0, flags&ZAddLT != 0
 			if nx && xx {
@@ -214,7 +214,7 @@ func runZModel(t *testing.T, seed uint64, lm *Limits) {
 			m := member()
 			_, had := zm.m[string(m)]
 			delete(zm.m, string(m))
-			mustEq(t, "remove", z.Remove(m), had)
+			mustEq(t, "remove", z.Remove(wOf(z), m), had)
 		case op == 7:
 			m := member()
 			all := zm.sorted()
@@ -257,7 +257,7 @@ func runZModel(t *testing.T, seed uint64, lm *Limits) {
 			sameZ(t, "rangebylex", collect(func(f func([]byte, float64) bool) { z.RangeByLex(mn, mx, false, off, cnt, f) }), modelLimit(want, off, cnt))
 			sameZ(t, "revrangebylex", collect(func(f func([]byte, float64) bool) { z.RangeByLex(mn, mx, true, off, cnt, f) }), modelLimit(rev(want), off, cnt))
 			if r.IntN(4) == 0 {
-				mustEq(t, "zremrangebylex", z.RemoveRangeByLex(mn, mx), len(want))
+				mustEq(t, "zremrangebylex", z.RemoveRangeByLex(wOf(z), mn, mx), len(want))
 				for _, e := range want {
 					delete(zm.m, string(e.Member))
 				}
@@ -266,7 +266,7 @@ func runZModel(t *testing.T, seed uint64, lm *Limits) {
 			if r.IntN(2) == 0 {
 				mn, mx := scoreBound(), scoreBound()
 				want := modelScoreRange(zm.sorted(), mn, mx)
-				mustEq(t, "zremrangebyscore", z.RemoveRangeByScore(mn, mx), len(want))
+				mustEq(t, "zremrangebyscore", z.RemoveRangeByScore(wOf(z), mn, mx), len(want))
 				for _, e := range want {
 					delete(zm.m, string(e.Member))
 				}
@@ -275,7 +275,7 @@ func runZModel(t *testing.T, seed uint64, lm *Limits) {
 				a, b := int64(r.IntN(2*n+5)-n-2), int64(r.IntN(n+1)/4)
 				lo, hi := modelRange(n, a, b)
 				want := zm.sorted()[lo:hi]
-				mustEq(t, "zremrangebyrank", z.RemoveRangeByRank(a, b), len(want))
+				mustEq(t, "zremrangebyrank", z.RemoveRangeByRank(wOf(z), a, b), len(want))
 				for _, e := range want {
 					delete(zm.m, string(e.Member))
 				}
@@ -286,9 +286,9 @@ func runZModel(t *testing.T, seed uint64, lm *Limits) {
 			k := min(int(n), len(all))
 			var got, want []ZMember
 			if r.IntN(2) == 0 {
-				got, want = z.PopMin(n), all[:k]
+				got, want = z.PopMin(wOf(z), n), all[:k]
 			} else {
-				got, want = z.PopMax(n), rev(all)[:k]
+				got, want = z.PopMax(wOf(z), n), rev(all)[:k]
 			}
 			sameZ(t, "pop", got, want)
 			for _, e := range want {
@@ -327,7 +327,7 @@ func runZModel(t *testing.T, seed uint64, lm *Limits) {
 			mustEq(t, "scan", len(got), len(zm.m))
 		}
 		if len(zm.m) == 0 && r.IntN(2) == 0 {
-			z, zm = NewZSet(), &zmodel{m: map[string]float64{}}
+			z, zm = newZSet(), &zmodel{m: map[string]float64{}}
 		}
 	}
 	checkZ(t, z, zm)
@@ -335,41 +335,41 @@ func runZModel(t *testing.T, seed uint64, lm *Limits) {
 }
 
 func TestZSetThresholdAndEdges(t *testing.T) {
-	z := NewZSet()
+	z := newZSet()
 	for i := 0; i < 128; i++ {
-		z.Add([]byte(fmt.Sprint("m", i)), float64(i%5), 0, nil)
+		z.Add(wOf(z), []byte(fmt.Sprint("m", i)), float64(i%5), 0, nil)
 	}
 	mustEq(t, "128", z.Encoding(), "listpack")
-	z.Add([]byte("m0"), 99, 0, nil)
+	z.Add(wOf(z), []byte("m0"), 99, 0, nil)
 	mustEq(t, "128 update", z.Encoding(), "listpack")
-	z.Add([]byte("another"), 1, 0, nil)
+	z.Add(wOf(z), []byte("another"), 1, 0, nil)
 	mustEq(t, "129", z.Encoding(), "skiplist")
-	z2 := NewZSet()
-	z2.Add(bytes.Repeat([]byte("x"), 64), 1, 0, nil)
+	z2 := newZSet()
+	z2.Add(wOf(z2), bytes.Repeat([]byte("x"), 64), 1, 0, nil)
 	mustEq(t, "64", z2.Encoding(), "listpack")
-	z2.Add(bytes.Repeat([]byte("x"), 65), 1, 0, nil)
+	z2.Add(wOf(z2), bytes.Repeat([]byte("x"), 65), 1, 0, nil)
 	mustEq(t, "65", z2.Encoding(), "skiplist")
-	mustEq(t, "sized", NewZSetSized(129, 1, nil).Encoding(), "skiplist")
-	mustEq(t, "sized2", NewZSetSized(3, 65, nil).Encoding(), "skiplist")
-	mustEq(t, "sized3", NewZSetSized(3, 64, nil).Encoding(), "listpack")
+	mustEq(t, "sized", newZSetSized(129, 1, nil).Encoding(), "skiplist")
+	mustEq(t, "sized2", newZSetSized(3, 65, nil).Encoding(), "skiplist")
+	mustEq(t, "sized3", newZSetSized(3, 64, nil).Encoding(), "listpack")
 
-	for _, z := range []*ZSet{NewZSet(), NewZSetSized(1000, 0, nil)} {
+	for _, z := range []*ZSet{newZSet(), newZSetSized(1000, 0, nil)} {
 		// NaN from +inf + -inf
-		z.Add([]byte("a"), math.Inf(1), 0, nil)
-		if _, _, err := z.Add([]byte("a"), math.Inf(-1), ZAddIncr, nil); err != ErrNaN {
+		z.Add(wOf(z), []byte("a"), math.Inf(1), 0, nil)
+		if _, _, err := z.Add(wOf(z), []byte("a"), math.Inf(-1), ZAddIncr, nil); err != ErrNaN {
 			t.Fatal("want NaN error", err)
 		}
 		if s, _ := z.Score([]byte("a")); !math.IsInf(s, 1) {
 			t.Fatal("score changed")
 		}
-		if _, _, err := z.Add([]byte("b"), math.NaN(), 0, nil); err != ErrNaN {
+		if _, _, err := z.Add(wOf(z), []byte("b"), math.NaN(), 0, nil); err != ErrNaN {
 			t.Fatal("NaN score accepted")
 		}
 		// equal scores ordered by member
 		for _, m := range []string{"c", "b", "d"} {
-			z.Add([]byte(m), 1, 0, nil)
+			z.Add(wOf(z), []byte(m), 1, 0, nil)
 		}
-		z.Add([]byte("z"), math.Inf(-1), 0, nil)
+		z.Add(wOf(z), []byte("z"), math.Inf(-1), 0, nil)
 		all := collect(z.Iterate)
 		mustEq(t, "order", fmtZ(all), "z:-Inf b:1 c:1 d:1 a:+Inf ")
 		excl := collect(func(f func([]byte, float64) bool) {
@@ -390,12 +390,12 @@ func TestZSetThresholdAndEdges(t *testing.T) {
 		if err := z.RandomMembers(newRand(1), math.MinInt64, func([]byte, float64) {}); err != ErrOutOfRange {
 			t.Fatal(err)
 		}
-		_, res, _ := z.Add([]byte("c"), 0.5, ZAddGT, nil)
+		_, res, _ := z.Add(wOf(z), []byte("c"), 0.5, ZAddGT, nil)
 		mustEq(t, "gt refused", res, ZNop)
-		s, res, _ := z.Add([]byte("c"), 2, ZAddIncr|ZAddLT, nil)
+		s, res, _ := z.Add(wOf(z), []byte("c"), 2, ZAddIncr|ZAddLT, nil)
 		mustEq(t, "lt incr refused", res, ZNop)
 		mustEq(t, "score kept", s, 1.0)
-		s, res, _ = z.Add([]byte("c"), 2, ZAddIncr, nil)
+		s, res, _ = z.Add(wOf(z), []byte("c"), 2, ZAddIncr, nil)
 		mustEq(t, "incr", res, ZUpdated)
 		mustEq(t, "incr score", s, 3.0)
 	}
@@ -432,13 +432,13 @@ func TestParseBounds(t *testing.T) {
 func TestZTreeLarge(t *testing.T) {
 	// large tree: random inserts/deletes with invariant checks and compaction
 	r := newRand(5)
-	z := NewZSetSized(1000, 0, nil)
+	z := newZSetSized(1000, 0, nil)
 	m := map[string]float64{}
 	for round := 0; round < 3; round++ {
 		for i := 0; i < 30000; i++ {
 			k := fmt.Sprint("member-", r.IntN(50000))
 			s := float64(r.IntN(1000))
-			z.Add([]byte(k), s, 0, nil)
+			z.Add(wOf(z), []byte(k), s, 0, nil)
 			m[k] = s
 		}
 		if err := z.tr.check(); err != nil {
@@ -447,7 +447,7 @@ func TestZTreeLarge(t *testing.T) {
 		n := 0
 		for k := range m {
 			if n%5 != 0 {
-				z.Remove([]byte(k))
+				z.Remove(wOf(z), []byte(k))
 				delete(m, k)
 			}
 			n++
@@ -465,7 +465,7 @@ func TestZTreeLarge(t *testing.T) {
 			}
 		}
 	}
-	mustEq(t, "remrangebyrank all", z.RemoveRangeByRank(0, -1), len(m))
+	mustEq(t, "remrangebyrank all", z.RemoveRangeByRank(wOf(z), 0, -1), len(m))
 	mustEq(t, "empty", z.Len(), 0)
 	if err := z.tr.check(); err != nil {
 		t.Fatal(err)

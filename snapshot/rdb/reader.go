@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/damselflydb/damselfly/listpack"
 	"github.com/hdt3213/rdb/core"
 	"github.com/hdt3213/rdb/model"
 )
@@ -271,6 +272,7 @@ type skimmer struct {
 	keyBuf     []byte // s.key's memory
 	scratch    []byte // decoded (integer, LZF) key or aux key
 	valBuf     []byte // decoded string value or aux value
+	lpBuf      []byte // decoded listpack value being validated (lpcheck.go)
 	entry      Entry  // reused for strings with Options.Reuse
 
 	streams []*StreamValue // parsed streams not yet matched by convert
@@ -901,16 +903,20 @@ func (s *skimmer) value(typ byte, typeAt int) error {
 		return s.errorf(s.keyOff, "key %q: value type %d is not one of Valkey 9's (RDB_TYPE_HASH_2 = 22 is the last)", s.key, typ)
 	}
 	switch typ {
-	case typeString, typeHashZipmap, typeListZiplist, typeZSetZiplist, typeHashZiplist,
-		typeHashListpack, typeZSetListpack, typeSetListpack, typeHashLpExPreGA:
+	case typeString, typeHashZipmap, typeListZiplist, typeZSetZiplist, typeHashZiplist:
 		_, err := s.str("value", false)
 		return err
+	case typeSetListpack:
+		return s.listpackValue("value", 1) // lpcheck.go
+	case typeHashListpack, typeZSetListpack:
+		return s.listpackValue("value", 2)
+	case typeHashLpExPreGA:
+		return s.listpackValue("value", 3)
 	case typeHashLpEx:
 		if _, err := s.read(8, "hash min expire"); err != nil {
 			return err
 		}
-		_, err := s.str("value", false)
-		return err
+		return s.listpackValue("value", 3)
 	case typeList, typeSet, typeListQuicklist:
 		n, err := s.count("element count")
 		if err != nil {
@@ -1005,7 +1011,7 @@ func (s *skimmer) quicklist2Value() error {
 		}
 		switch c {
 		case quicklistNodePacked:
-			if _, err := s.str("quicklist node", false); err != nil {
+			if err := s.listpackValue("quicklist node", 1); err != nil { // lpcheck.go
 				return err
 			}
 		case quicklistNodePlain:
@@ -1032,10 +1038,10 @@ func (s *skimmer) quicklistPlainNode(off int64) error {
 	if len(elem) > math.MaxUint32-64 {
 		return s.errorf(off, "quicklist plain node of %d bytes not supported", len(elem))
 	}
-	var lp listpack
-	lp.reset()
-	lp.appendString(elem)
-	node := lp.finish()
+	var lp listpack.Builder
+	lp.Reset()
+	lp.AppendString(elem)
+	node := lp.Finish()
 	s.cut(at - 1) // drop the container byte too (it is 1 byte)
 	s.rec = appendLength(s.rec, quicklistNodePacked)
 	s.rec = appendLength(s.rec, uint64(len(node)))

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/damselflydb/damselfly/listpack"
 )
 
 // Streams (RDB_TYPE_STREAM_LISTPACKS 15, _2 19 and _3 21).
@@ -125,10 +127,10 @@ func (s *skimmer) streamNodes(v *StreamValue) error {
 		if err != nil {
 			return err
 		}
-		if len(lp) < 7 || int(binary.LittleEndian.Uint32(lp)) != len(lp) || lp[len(lp)-1] != 0xff {
+		if listpack.ValidateHeader(lp) != nil { // the shard validates it whole (Stream.LoadNode)
 			return s.errorf(off, "corrupt stream listpack (bad header)")
 		}
-		if len(lp) == 7 {
+		if len(lp) == listpack.EmptySize {
 			return s.errorf(off, "empty listpack inside stream")
 		}
 		v.Nodes = append(v.Nodes, StreamNode{Master: master, LP: bytes.Clone(lp)})

@@ -5,25 +5,27 @@ import (
 	"encoding/binary"
 	"reflect"
 	"testing"
+
+	"github.com/damselflydb/damselfly/listpack"
 )
 
 // testListpack is a minimal valid stream node listpack (one entry, field
 // "f" value "v", master ID = entry ID): count 1, deleted 0, 1 field "f", 0,
 // then flags SAMEFIELDS, ms-diff 0, seq-diff 0, "v", lp-count 4.
 func testListpack() []byte {
-	var lp listpack
-	lp.reset()
-	lp.appendInt(1)
-	lp.appendInt(0)
-	lp.appendInt(1)
-	lp.appendString([]byte("f"))
-	lp.appendInt(0)
-	lp.appendInt(2)
-	lp.appendInt(0)
-	lp.appendInt(0)
-	lp.appendString([]byte("v"))
-	lp.appendInt(4)
-	return bytes.Clone(lp.finish())
+	var lp listpack.Builder
+	lp.Reset()
+	lp.AppendInt(1)
+	lp.AppendInt(0)
+	lp.AppendInt(1)
+	lp.AppendString([]byte("f"))
+	lp.AppendInt(0)
+	lp.AppendInt(2)
+	lp.AppendInt(0)
+	lp.AppendInt(0)
+	lp.AppendString([]byte("v"))
+	lp.AppendInt(4)
+	return bytes.Clone(lp.Finish())
 }
 
 // TestStreamVersions: a stream written as RDB 10 (type 19) and RDB 11/12

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/damselflydb/damselfly/listpack"
 	"github.com/hdt3213/rdb/lzf"
 )
 
@@ -111,7 +112,7 @@ type Writer struct {
 
 	scratch   []byte
 	mcScratch []byte
-	lp        listpack
+	lp        listpack.Builder
 	zbuf      []byte // lzf output
 }
 
@@ -347,15 +348,15 @@ func (w *Writer) List(key []byte, expireAtMs int64, n int, elems iter.Seq[[]byte
 		inNode    int // elements in lp when streaming
 		entBytes  int // sum of entry sizes seen while buffering
 	)
-	lp.reset()
+	lp.Reset()
 	closeNode := func() {
-		if lp.n == 0 {
+		if lp.Len() == 0 {
 			return
 		}
-		data := bytes.Clone(lp.finish())
+		data := bytes.Clone(lp.Finish())
 		nodes = append(nodes, node{data: data})
 		buffered += len(data)
-		lp.reset()
+		lp.Reset()
 	}
 	writeNode := func(plain bool, data []byte) {
 		if plain {
@@ -388,16 +389,16 @@ func (w *Writer) List(key []byte, expireAtMs int64, n int, elems iter.Seq[[]byte
 			break
 		}
 		if streaming {
-			lp.appendString(e)
+			lp.AppendString(e)
 			inNode++
 			count++
-			if len(lp.buf) > math.MaxUint32-16 {
+			if lp.Size()-1 > math.MaxUint32-16 {
 				iterErr = fmt.Errorf("rdb: list %q: node exceeds 4 GiB", key)
 				break
 			}
 			if inNode == perNode || count == n {
-				writeNode(false, lp.finish())
-				lp.reset()
+				writeNode(false, lp.Finish())
+				lp.Reset()
 				inNode = 0
 				remaining--
 			}
@@ -413,15 +414,15 @@ func (w *Writer) List(key []byte, expireAtMs int64, n int, elems iter.Seq[[]byte
 			entBytes += len(e)
 			count++
 		} else {
-			sz := lpEntrySize(e)
-			if lp.n > 0 && (lp.size()+sz > lim.ListNodeBytes || lp.n >= 65534) {
+			sz := listpack.EntrySize(e)
+			if lp.Len() > 0 && (lp.Size()+sz > lim.ListNodeBytes || lp.Len() >= 65534) {
 				closeNode()
 			}
-			lp.appendString(e)
+			lp.AppendString(e)
 			entBytes += sz
 			count++
 		}
-		if buffered+len(lp.buf) > lim.ListBufferBytes && count < n {
+		if buffered+lp.Size()-1 > lim.ListBufferBytes && count < n {
 			startStreaming()
 		}
 	}
@@ -532,12 +533,12 @@ func (w *Writer) Set(key []byte, expireAtMs int64, n int, members iter.Seq[[]byt
 		w.writeBlob(b)
 	case w.version >= 11 && fits && n <= lim.SetMaxListpackEntries:
 		lp := &w.lp
-		lp.reset()
+		lp.Reset()
 		for _, m := range all {
-			lp.appendString(m)
+			lp.AppendString(m)
 		}
 		w.begin(typeSetListpack, key, expireAtMs)
-		w.writeBlob(lp.finish())
+		w.writeBlob(lp.Finish())
 	default:
 		w.begin(typeSet, key, expireAtMs)
 		w.writeLength(uint64(n))
@@ -594,13 +595,13 @@ func (w *Writer) Hash(key []byte, expireAtMs int64, n int, fields iter.Seq2[[]by
 	}
 	if fits {
 		lp := &w.lp
-		lp.reset()
+		lp.Reset()
 		for _, fv := range all {
-			lp.appendString(fv[0])
-			lp.appendString(fv[1])
+			lp.AppendString(fv[0])
+			lp.AppendString(fv[1])
 		}
 		w.begin(typeHashListpack, key, expireAtMs)
-		w.writeBlob(lp.finish())
+		w.writeBlob(lp.Finish())
 		return w.err
 	}
 	w.begin(typeHash, key, expireAtMs)
@@ -690,15 +691,15 @@ func (w *Writer) ZSet(key []byte, expireAtMs int64, n int, members iter.Seq2[[]b
 			return bytes.Compare(a.m, b.m)
 		})
 		lp := &w.lp
-		lp.reset()
+		lp.Reset()
 		var sb []byte
 		for _, e := range all {
-			lp.appendString(e.m)
+			lp.AppendString(e.m)
 			sb = scoreString(sb[:0], e.s)
-			lp.appendString(sb)
+			lp.AppendString(sb)
 		}
 		w.begin(typeZSetListpack, key, expireAtMs)
-		w.writeBlob(lp.finish())
+		w.writeBlob(lp.Finish())
 		return w.err
 	}
 	w.begin(typeZSet2, key, expireAtMs)
