@@ -124,7 +124,9 @@ func TestBusyScriptWaits(t *testing.T) {
 	a, b := dialRaw(t, s), dialRaw(t, s)
 	b.do("PING")
 	b.reply()
-	a.do("EVAL", "redis.call('set','k','1') local t = redis.call('time') while tonumber(redis.call('time')[1]) < t[1] + 1 do end redis.call('set','k','2') return 1", "0")
+	// Half a second by TIME's microseconds (waiting for the next whole
+	// second could take a millisecond and end before waitBusy looks).
+	a.do("EVAL", "redis.call('set','k','1') local function us() local t = redis.call('time') return t[1]*1000000 + t[2] end local t0 = us() while us() < t0 + 500000 do end redis.call('set','k','2') return 1", "0")
 	waitBusy(t, s)
 	b.do("GET", "k")
 	if got := b.reply(); strings.Join(got, " ") != "$1 2" {
