@@ -90,6 +90,7 @@ type uringLoop struct {
 	parkFile  *os.File
 	parkRC    syscall.RawConn
 	recycled  bool // buffers were put back this iteration
+	probe     *schedProbe
 }
 
 // uslot is the io_uring loop's state of one connection.
@@ -132,7 +133,7 @@ func NewIOUring(log *slog.Logger, opt IOUringOptions) (*Loop, error) {
 		r.close()
 		return nil, os.NewSyscallError("eventfd2", errno)
 	}
-	u := &uringLoop{r: r, multishot: !opt.SingleShot && kernelAtLeast(6, 0), wakeBuf: new([8]byte), park: -1}
+	u := &uringLoop{r: r, multishot: !opt.SingleShot && kernelAtLeast(6, 0), wakeBuf: new([8]byte), park: -1, probe: newSchedProbe()}
 	if r.deferTR {
 		p, _, errno := syscall.Syscall(syscall.SYS_EVENTFD2, 0, syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 		if errno != 0 {
@@ -252,6 +253,7 @@ func (l *Loop) runUring() {
 	}
 	u.armWake(l.wakefd)
 	busy := false
+	now := time.Now().UnixNano()
 	for {
 		r.publish()
 		if r.deferTR {
@@ -263,15 +265,17 @@ func (l *Loop) runUring() {
 				if r.unsubmit > 0 || r.taskrun() {
 					errno = r.enter(0)
 				}
-			case busy:
+			case busy && !u.probe.othersRunnable(now):
 				// Served something last time: the next input is
-				// likely microseconds away; wait for it holding the P.
+				// likely microseconds away; wait for it holding the P,
+				// which no other goroutine is waiting for (schedProbe).
 				if errno = r.waitBriefly(briefWait); errno == syscall.ETIME {
 					busy = false
 					continue
 				}
 			default:
-				// Idle: sleep on the Go poller (see parkUring).
+				// Idle, or goroutines wait for our P: sleep on the Go
+				// poller (see parkUring), which hands the P over.
 				if err := l.parkUring(); err != nil {
 					l.log.Error("event loop: waiting on io_uring", "err", err)
 					return
@@ -288,7 +292,7 @@ func (l *Loop) runUring() {
 		} else if !l.waitPlain(rc) {
 			return
 		}
-		now := time.Now().UnixNano()
+		now = time.Now().UnixNano()
 		for _, fd := range u.next {
 			u.touch(fd)
 		}
