@@ -49,6 +49,12 @@ import (
 //     carry a per-fd generation as well and stale ones are dropped.
 //   - Only the loop goroutine submits and reaps. Other goroutines queue
 //     requests and write the eventfd, whose READ completes into the ring.
+//   - The loop keeps its Go P while it waits for the next completion
+//     (waitBriefly) only while no goroutine is runnable (schedProbe), and
+//     passes through the scheduler at least every yieldEvery of such
+//     waiting, so that timers on its P fire: work off the loops (a BGSAVE,
+//     a detached command, a sleeping goroutine) runs about as it does
+//     beside the epoll loop, which gives its P up whenever it is idle.
 
 // IOUringOptions tunes NewIOUring.
 type IOUringOptions struct {
@@ -69,9 +75,16 @@ const (
 	kindCancel = 4
 
 	// briefWait bounds the loop's wait for the next completion while it
-	// keeps its P (ring.waitBriefly); past it, it sleeps in a blocking
-	// system call that lets the runtime use the P elsewhere.
+	// keeps its P (ring.waitBriefly); past it, it parks on the Go poller,
+	// which lets the runtime use the P elsewhere.
 	briefWait = time.Millisecond
+
+	// yieldEvery bounds how long the loop goes on waiting with its P
+	// without passing through the Go scheduler (parkUring). Timers are
+	// run by the scheduler of the P that holds them: a goroutine asleep
+	// in time.Sleep on the loop's P (a paced BGSAVE serializer pauses that
+	// way) stays asleep until the loop parks, whatever schedProbe says.
+	yieldEvery = time.Millisecond
 
 	// pendLimit is the input a connection may have received ahead of its
 	// handler before its receive is cancelled.
@@ -91,6 +104,7 @@ type uringLoop struct {
 	parkRC    syscall.RawConn
 	recycled  bool // buffers were put back this iteration
 	probe     *schedProbe
+	parked    int64 // when parkUring last parked (UnixNano)
 }
 
 // uslot is the io_uring loop's state of one connection.
@@ -269,7 +283,13 @@ func (l *Loop) runUring() {
 				// Served something last time: the next input is
 				// likely microseconds away; wait for it holding the P,
 				// which no other goroutine is waiting for (schedProbe).
-				if errno = r.waitBriefly(briefWait); errno == syscall.ETIME {
+				// Pass through the scheduler at least every yieldEvery.
+				if now-u.parked >= int64(yieldEvery) {
+					runtime.Gosched()
+					u.parked = now
+				}
+				d := min(briefWait, time.Duration(u.parked+int64(yieldEvery)-now))
+				if errno = r.waitBriefly(max(d, 10*time.Microsecond)); errno == syscall.ETIME {
 					busy = false
 					continue
 				}
@@ -352,11 +372,19 @@ func (l *Loop) parkUring() error {
 	if r.pending() {
 		return nil
 	}
-	return u.parkRC.Read(func(uintptr) bool {
+	first := true
+	err := u.parkRC.Read(func(uintptr) bool {
 		var b [8]byte
 		n, _ := Read(u.park, b[:]) // raw, as in notifyOn
+		if n != 8 && first {
+			first = false // Read parks the goroutine now
+		}
 		return n == 8
 	})
+	if !first {
+		u.parked = time.Now().UnixNano()
+	}
+	return err
 }
 
 // reap handles every completion in the ring; false when the loop must stop.
