@@ -78,10 +78,12 @@ func TestOffLoopWorkProgresses(t *testing.T) {
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	work, naps := map[string]float64{}, map[string]float64{}
-	// Best of three, the kinds taking turns: a loaded machine only ever
-	// slows a run down.
-	for range 3 {
-		for _, k := range loopKinds(t) {
+	kinds := loopKinds(t)
+	// Best of three (up to six while it fails), the kinds taking turns: a
+	// loaded machine only ever slows a run down.
+	var problems []string
+	for round := 1; round <= 6; round++ {
+		for _, k := range kinds {
 			if k.name == "io_uring-singleshot" {
 				continue // same waits as io_uring
 			}
@@ -90,18 +92,24 @@ func TestOffLoopWorkProgresses(t *testing.T) {
 			work[k.name] = max(work[k.name], w)
 			naps[k.name] = max(naps[k.name], n)
 		}
-	}
-	base := work["epoll"]
-	for name, w := range work {
-		if name != "epoll" && w < base/2 {
-			t.Errorf("%s: off-loop goroutine got %.0f units/s, epoll %.0f: the loop starves it", name, w, base)
+		problems = problems[:0]
+		for name, w := range work {
+			if name != "epoll" && w < work["epoll"]/2 {
+				problems = append(problems, fmt.Sprintf("%s: off-loop goroutine got %.0f units/s, epoll %.0f: the loop starves it", name, w, work["epoll"]))
+			}
+		}
+		for name, n := range naps {
+			// yieldEvery (1 ms) allows up to ~1000/s; epoll gets more.
+			if n < 300 {
+				problems = append(problems, fmt.Sprintf("%s: a sleeping goroutine woke only %.0f times/s (epoll: %.0f): its timers wait for the loop", name, n, naps["epoll"]))
+			}
+		}
+		if round >= 3 && len(problems) == 0 {
+			return
 		}
 	}
-	for name, n := range naps {
-		// yieldEvery (1 ms) allows up to ~1000/s; epoll gets more.
-		if n < 300 {
-			t.Errorf("%s: a sleeping goroutine woke only %.0f times/s (epoll: %.0f): its timers wait for the loop", name, n, naps["epoll"])
-		}
+	for _, p := range problems {
+		t.Error(p)
 	}
 }
 

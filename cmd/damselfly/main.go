@@ -72,7 +72,7 @@ type cli struct {
 	AOF              aofFlags         `embed:""`
 	TLS              tlsFlags         `embed:""`
 	ClusterMode      string           `name:"cluster-mode" help:"Redis Cluster protocol: no, yes (topology pushed by a control plane with CLUSTERX, as kvrocks-controller does) or emulated (one node owning every slot)." default:"no" enum:"no,yes,emulated" env:"DAMSELFLY_CLUSTER_MODE"`
-	EventLoop        string           `name:"event-loop" help:"Event loops: epoll (the default), io_uring, or auto (io_uring where the kernel allows it, else epoll). io_uring is cheaper per request but starves work off the loops (BGSAVE 5-7x slower under light traffic, see BENCHMARKS.md)." default:"epoll" enum:"auto,epoll,io_uring" env:"DAMSELFLY_EVENT_LOOP"`
+	EventLoop        string           `name:"event-loop" help:"Event loops: auto (the default: io_uring where the kernel allows it, else epoll), epoll, or io_uring." default:"auto" enum:"auto,epoll,io_uring" env:"DAMSELFLY_EVENT_LOOP"`
 	Healthcheck      bool             `help:"Send PING to the server on 127.0.0.1:--port and exit 0 on PONG (for container health checks)."`
 	// ACL
 	Aclfile string     `help:"ACL file of 'user' lines: loaded at start (errors stop start-up), ACL LOAD reloads it, ACL SAVE writes it." env:"DAMSELFLY_ACLFILE"`
