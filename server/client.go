@@ -148,6 +148,9 @@ type Client struct {
 	admin clientAdmin
 	// cl is the connection's cluster state: READONLY, ASKING (cluster.go).
 	cl clusterSession
+
+	// Command clock (issue 20, cmdclock.go).
+	cmdMs int64
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {

@@ -35,7 +35,7 @@ func registerStrings(reg registrar) {
 func cmdGet(c *Client, args [][]byte) {
 	sh, h := c.lockKey(args[1])
 	defer c.unlockKey(sh)
-	e, ok := sh.Lookup(c.db, h, args[1], now())
+	e, ok := sh.Lookup(c.db, h, args[1], c.nowMs())
 	if !ok {
 		c.srv.stats.keyMisses.Add(1)
 		c.keyMiss(args[1])
@@ -132,7 +132,7 @@ func cmdSet(c *Client, args [][]byte) {
 func setGeneric(c *Client, key, val []byte, flags int, expireAt int64) {
 	sh, h := c.lockKey(key)
 	defer c.unlockKey(sh)
-	e, found := sh.Lookup(c.db, h, key, now())
+	e, found := sh.Lookup(c.db, h, key, c.nowMs())
 	if flags&setGet != 0 {
 		if !found {
 			c.keyMiss(key) // GETSET and SET GET read first, as Redis

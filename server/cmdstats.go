@@ -207,13 +207,16 @@ func (c *Client) cmdBegin(cmd *command, args [][]byte) time.Time {
 	if c.srv.obs.mon.n.Load() > 0 && cmd.skipMonitor {
 		c.feedMonitors(cmd, args, callDirect) // scripts show before what they call
 	}
-	return time.Now()
+	t := time.Now()
+	c.cmdMs = t.UnixMilli() // cmdclock.go
+	return t
 }
 
 // cmdDone records a finished run of cmd begun at start, with errs the
 // client's error count before it ran.
 func (c *Client) cmdDone(cmd *command, args [][]byte, start time.Time, errs uint32, ctx callCtx) {
 	elapsed := time.Since(start)
+	c.cmdMs = 0
 	held := elapsed - time.Duration(c.waitedNs)
 	s := c.srv
 	if cmdStatsCompiled && cmd.stats != nil {
