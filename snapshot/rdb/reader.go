@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"time"
 
-	"github.com/damselflydb/damselfly/listpack"
 	"github.com/hdt3213/rdb/core"
 	"github.com/hdt3213/rdb/model"
 )
@@ -906,17 +904,8 @@ func (s *skimmer) value(typ byte, typeAt int) error {
 	case typeString, typeHashZipmap, typeListZiplist, typeZSetZiplist, typeHashZiplist:
 		_, err := s.str("value", false)
 		return err
-	case typeSetListpack:
-		return s.listpackValue("value", 1) // lpcheck.go
-	case typeHashListpack, typeZSetListpack:
-		return s.listpackValue("value", 2)
-	case typeHashLpExPreGA:
-		return s.listpackValue("value", 3)
-	case typeHashLpEx:
-		if _, err := s.read(8, "hash min expire"); err != nil {
-			return err
-		}
-		return s.listpackValue("value", 3)
+	case typeSetListpack, typeHashListpack, typeZSetListpack, typeHashLpExPreGA, typeHashLpEx, typeListQuicklist2:
+		return s.lpValue(typ) // lpload.go: decoded and handed out here
 	case typeList, typeSet, typeListQuicklist:
 		n, err := s.count("element count")
 		if err != nil {
@@ -933,8 +922,6 @@ func (s *skimmer) value(typ byte, typeAt int) error {
 		return s.zsetValue(typ)
 	case typeSetIntset:
 		return s.intsetValue()
-	case typeListQuicklist2:
-		return s.quicklist2Value()
 	case typeHashMetaPreGA, typeHashMeta:
 		if s.valkey {
 			return s.valkeyHash2Value()
@@ -993,60 +980,6 @@ func (s *skimmer) intsetValue() error {
 	if (w != 2 && w != 4 && w != 8) || 8+w*n != uint64(len(b)) {
 		return s.errorf(off, "corrupt intset (encoding %d, %d members, %d bytes)", w, n, len(b))
 	}
-	return nil
-}
-
-// quicklist2Value reads a QUICKLIST_2 list: packed nodes as they are,
-// plain nodes rewritten as one-entry listpacks.
-func (s *skimmer) quicklist2Value() error {
-	n, err := s.count("quicklist node count")
-	if err != nil {
-		return err
-	}
-	for range n {
-		off := s.off
-		c, err := s.count("quicklist container")
-		if err != nil {
-			return err
-		}
-		switch c {
-		case quicklistNodePacked:
-			if err := s.listpackValue("quicklist node", 1); err != nil { // lpcheck.go
-				return err
-			}
-		case quicklistNodePlain:
-			if err := s.quicklistPlainNode(off); err != nil {
-				return err
-			}
-		default:
-			return s.errorf(off, "bad quicklist container %d", c)
-		}
-	}
-	return nil
-}
-
-// quicklistPlainNode reads a PLAIN node (its container byte at off, just
-// read) and hands the decoder a packed one-entry listpack node instead:
-// hdt3213/rdb v1.3.2 panics on PLAIN nodes (its memory profiler indexes
-// listpack details per node).
-func (s *skimmer) quicklistPlainNode(off int64) error {
-	at := len(s.rec)
-	elem, err := s.str("quicklist plain node", true)
-	if err != nil {
-		return err
-	}
-	if len(elem) > math.MaxUint32-64 {
-		return s.errorf(off, "quicklist plain node of %d bytes not supported", len(elem))
-	}
-	var lp listpack.Builder
-	lp.Reset()
-	lp.AppendString(elem)
-	node := lp.Finish()
-	s.cut(at - 1) // drop the container byte too (it is 1 byte)
-	s.rec = appendLength(s.rec, quicklistNodePacked)
-	s.rec = appendLength(s.rec, uint64(len(node)))
-	s.rec = append(s.rec, node...)
-	s.crcd = len(s.rec) // not in the file
 	return nil
 }
 
