@@ -23,6 +23,11 @@ import (
 // what is wrong at which offset and the trusted walk that follows cannot go
 // out of bounds. Scores and field TTLs are checked as they are decoded.
 //
+// With Options.Listpacks, hash and set listpacks are handed over as they
+// are (Entry.Listpack, validated) for the caller to decode once into its own
+// structures; sorted sets (whose scores are checked here), hashes with field
+// TTLs and lists are always decoded here.
+//
 // Decoded elements are copied (strings) or formatted (integers) into an
 // elemArena: chunks that never move once an element views them, normally
 // one allocation per value, so the Entry's collection fields are fresh
@@ -117,6 +122,10 @@ func (s *skimmer) lpSet(e *Entry) error {
 	if err != nil {
 		return err
 	}
+	if s.opt.Listpacks {
+		e.Type, e.Listpack, e.ListpackLen = Set, append([]byte(nil), lp...), n
+		return nil
+	}
 	var a elemArena
 	a.forListpack(lp)
 	e.Type, e.Set = Set, make([][]byte, n)
@@ -130,6 +139,10 @@ func (s *skimmer) lpHash(e *Entry) error {
 	lp, n, _, err := s.listpackValue("value", 2)
 	if err != nil {
 		return err
+	}
+	if s.opt.Listpacks {
+		e.Type, e.Listpack, e.ListpackLen = Hash, append([]byte(nil), lp...), n
+		return nil
 	}
 	var a elemArena
 	a.forListpack(lp)

@@ -70,6 +70,12 @@ type Entry struct {
 	// MCFlags are the memcached client flags an AuxMCFlags field right
 	// before the key carried (Damselfly's extension); 0 = none.
 	MCFlags uint32
+	// Listpack is, with Options.Listpacks, a hash's (field, value, ...) or
+	// a set's listpack as the file stores it, checked whole by
+	// listpack.Validate, in fresh memory; ListpackLen is its element count.
+	// Hash or Set is then nil: the caller decodes it (lpload.go).
+	Listpack    []byte
+	ListpackLen int
 }
 
 // Expired reports whether the key has expired at nowMs (Unix ms).
@@ -143,6 +149,10 @@ type Options struct {
 	// BufSize is the read buffer's size (default 64 KiB); a caller reading
 	// a small payload from memory (RESTORE) passes its length.
 	BufSize int
+	// Listpacks hands hashes and sets stored as listpacks over undecoded,
+	// as Entry.Listpack, for a caller that builds its own structures from
+	// them in one pass (snapshot.ValueWith).
+	Listpacks bool
 
 	slowStrings bool // tests: decode strings with github.com/hdt3213/rdb too
 }
