@@ -160,8 +160,9 @@ type Options struct {
 // LoadWith is Load with options.
 //
 // Plain string keys (the bulk of most dumps) are decoded by the framing
-// reader itself, straight from its buffers (LZF into a reused buffer); the
-// other types go through github.com/hdt3213/rdb's decoder.
+// reader itself, straight from its buffers (LZF into a reused buffer), and
+// so are values in listpack encodings and streams; the old encodings go
+// through github.com/hdt3213/rdb's decoder.
 func LoadWith(r io.Reader, name string, opt Options, fn func(e *Entry) error) (Info, error) {
 	info := Info{Aux: map[string]string{}}
 	bufSize := 64 << 10
