@@ -53,6 +53,12 @@ func (s *skimmer) lpValue(typ byte) error {
 		return err
 	}
 	s.cut(0) // not for the decoder
+	return s.emitValue(e)
+}
+
+// emitValue hands fn e, a value of the current key record the skimmer
+// decoded itself, with the record's key, database, expiry and flags.
+func (s *skimmer) emitValue(e *Entry) error {
 	if s.opt.Reuse {
 		e.Key = s.key
 	} else {

@@ -233,13 +233,8 @@ func (s *skimmer) convert(o model.RedisObject) (*Entry, error) {
 		for i, z := range obj.Entries {
 			e.ZSet[i] = ZMember{Member: []byte(z.Member), Score: z.Score}
 		}
-	case *model.StreamObject:
-		v, err := s.nextStream()
-		if err != nil {
-			return nil, err
-		}
-		e.Type, e.Stream = Stream, v
-	default:
+	default: // streams and listpack values are decoded by the skimmer
+
 		return nil, fmt.Errorf("unexpected decoded object %T", o)
 	}
 	return e, nil
@@ -284,7 +279,6 @@ type skimmer struct {
 	lpBuf      []byte // decoded listpack value being validated (lpcheck.go)
 	entry      Entry  // reused for strings with Options.Reuse
 
-	streams []*StreamValue // parsed streams not yet matched by convert
 }
 
 // emit counts e and hands it to fn.
@@ -768,7 +762,7 @@ func (s *skimmer) keyRecord(op byte, off int64, start int) (skimStep, error) {
 		s.startKey()
 		return stepReadOn, nil
 	}
-	return stepReturn, s.value(op, start)
+	return stepReturn, s.value(op)
 }
 
 // aux reads an AUX field (opcode at off): Damselfly's memcached flags for
@@ -906,8 +900,10 @@ func (s *skimmer) strings(n uint64, what string) error {
 	return nil
 }
 
-// value frames the value of type typ, whose type byte is at s.rec[typeAt].
-func (s *skimmer) value(typ byte, typeAt int) error {
+// value frames the value of type typ (its type byte and key just read):
+// the old encodings for the decoder, listpack values and streams decoded
+// and handed out here.
+func (s *skimmer) value(typ byte) error {
 	if s.valkey && typ > typeHashMetaPreGA {
 		return s.errorf(s.keyOff, "key %q: value type %d is not one of Valkey 9's (RDB_TYPE_HASH_2 = 22 is the last)", s.key, typ)
 	}
@@ -939,7 +935,7 @@ func (s *skimmer) value(typ byte, typeAt int) error {
 		}
 		return s.hashMetaValue(typ)
 	case typeStreamListpacks, typeStreamListpacks2, typeStreamListpacks3:
-		return s.stream(typ, typeAt)
+		return s.stream(typ)
 	case typeModule:
 		return s.errorf(s.keyOff, "key %q: module type v1 values cannot be loaded", s.key)
 	}
