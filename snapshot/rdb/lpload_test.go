@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -209,5 +210,43 @@ func TestListpackRoundTripRandom(t *testing.T) {
 			data[i] = byte(r.Uint32())
 		}
 		checkLPRoundTrip(t, lpCaseFrom(data))
+	}
+}
+
+// TestListpackBadScoreOrDeadline: a sorted set listpack whose score is not
+// a number, or a listpack-ex whose field deadline is not an integer, is
+// refused with the file and the value's offset (the values are a hash
+// listpack's bytes under the other type byte).
+func TestListpackBadScoreOrDeadline(t *testing.T) {
+	for _, c := range []struct {
+		typ   byte
+		elems []string
+		want  string
+	}{
+		{typeZSetListpack, []string{"m", "abc"}, `value listpack: bad score "abc"`},
+		{typeZSetListpack, []string{"m", "nan"}, `value listpack: bad score "nan"`},
+		{typeHashLpExPreGA, []string{"f", "v", "soon"}, "value listpack: bad field deadline"},
+	} {
+		var buf bytes.Buffer
+		w := NewWriter(&buf, 11)
+		w.SetLimits(Limits{NoCompression: true})
+		w.Header(nil)
+		w.SelectDB(0, 1, 0)
+		w.Set([]byte("key"), 0, len(c.elems), slices.Values(bs(c.elems...)))
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		dump := buf.Bytes()
+		at := bytes.Index(dump, []byte("\x03key"))
+		if at < 1 || dump[at-1] != typeSetListpack {
+			t.Fatalf("%v: set listpack record not found", c.elems)
+		}
+		dump[at-1] = c.typ
+		binary.LittleEndian.PutUint64(dump[len(dump)-8:], 0) // no checksum
+		_, err := Load(bytes.NewReader(dump), "t.rdb", func(*Entry) error { return nil })
+		want := fmt.Sprintf("t.rdb: offset %d: %s", at+4, c.want)
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%v: %v, want %s...", c.elems, err, want)
+		}
 	}
 }
