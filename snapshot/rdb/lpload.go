@@ -245,7 +245,9 @@ func (s *skimmer) lpList(e *Entry) error {
 				return err
 			}
 			if e.List == nil {
-				e.List = make([][]byte, 0, n*int(min(nodes, 1<<10)))
+				// Sized by what has been read, never by the node count
+				// the file claims.
+				e.List = make([][]byte, 0, n)
 			}
 			a.forListpack(lp)
 			for i, off := 0, listpack.First; i < n; i++ {
