@@ -62,7 +62,7 @@ func (s *skimmer) emitValue(e *Entry) error {
 	if s.opt.Reuse {
 		e.Key = s.key
 	} else {
-		e.Key = append([]byte(nil), s.key...)
+		e.Key = append([]byte{}, s.key...)
 	}
 	e.DB, e.ExpireAtMs, e.MCFlags = s.db, s.expireMs, s.recMCFlags
 	return s.emit(e)
@@ -177,7 +177,7 @@ func (s *skimmer) lpZSet(e *Entry) error {
 		if !isInt {
 			f, perr := strconv.ParseFloat(unsafe.String(unsafe.SliceData(str), len(str)), 64)
 			if perr != nil && !isRange(perr) || math.IsNaN(f) {
-				return s.errorf(off0, "value listpack: bad score %q at offset %d", str, off)
+				return s.errorf(off0, "value listpack: bad score %q (listpack offset %d)", str, off)
 			}
 			score = f
 		}
@@ -215,7 +215,7 @@ func (s *skimmer) lpHashEx(e *Entry, typ byte) error {
 		e.Hash[i][1], off = a.elem(lp, off)
 		_, at, isInt, next := listpack.Elem(lp, off)
 		if !isInt || at < 0 {
-			return s.errorf(off0, "value listpack: bad field deadline at offset %d", off)
+			return s.errorf(off0, "value listpack: bad field deadline (listpack offset %d)", off)
 		}
 		e.HashFieldExpireAtMs[string(e.Hash[i][0])] = at
 		off = next
