@@ -32,6 +32,10 @@ type StrSharer interface {
 	// sink shared (token from ShareStr) change in place. On return the sink
 	// must no longer read them.
 	Unshare(token any)
+	// Dropped is called, shard locked, when the store lets go of a value
+	// the sink shared (overwritten by a new chunk, or deleted): from then
+	// on the sink's reference alone keeps the bytes, which are unchanged.
+	Dropped(token any)
 }
 
 // sharedStrs is a DB's record of the chunks shared with the running
@@ -96,7 +100,11 @@ func (d *DB) unshare(ref dash.Ref) {
 
 // forgetShared is called when ref is freed: the sink keeps the bytes.
 func (d *DB) forgetShared(ref dash.Ref) {
-	if d.shared != nil {
+	if d.shared == nil {
+		return
+	}
+	if tok, ok := d.shared.refs[ref]; ok {
 		delete(d.shared.refs, ref)
+		d.shared.sink.Dropped(tok)
 	}
 }

@@ -146,6 +146,8 @@ type Stats struct {
 	Hooks, Holds         int64
 	HookTotal, HoldTotal time.Duration
 	HookBudgetWait       time.Duration
+	// Waits is the histogram of those waits per cause (waits.go).
+	Waits WaitHist
 	// Functions are the FUNCTION libraries a Load read (their codes).
 	Functions []string
 	// Warnings are what a Load skipped or changed (module data, hash
@@ -514,10 +516,14 @@ func (s *serializer) Entry(db int, e *shard.Entry) {
 	s.r.keys.Add(1)
 	if s.pending() >= chunkBytes {
 		// Hand the records over now, not at the end of the bucket or
-		// batch: with large values a batch would hold many of them. This
-		// may wait for the output's budget, shard locked (budget.go).
+		// batch: with large values a batch would hold many of them. A
+		// hook's send may wait for the output's budget, shard locked, as
+		// the last resort (budget.go); the traversal's chunks go out
+		// after its lock hold (run).
 		s.seal()
-		s.sendFull()
+		if !s.traversing {
+			s.sendFull()
+		}
 	}
 }
 
