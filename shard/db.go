@@ -173,6 +173,9 @@ func (d *DB) overwrite(pos dash.Pos, h uint64, key []byte, v Value, flags byte, 
 		// Same size class: overwrite in place. Replace with the same ref
 		// tells the index (and a running snapshot) that the bucket changes.
 		d.main.Replace(pos, oldRef)
+		if oldObj >= 0 {
+			d.forgetShared(oldRef) // the old collection object leaves the store
+		}
 		if old.flags&flagExpire != 0 && flags&flagExpire == 0 {
 			d.removeExpire(h, key)
 		}

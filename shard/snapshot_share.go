@@ -58,7 +58,24 @@ func (e *Entry) ShareStr() ([]byte, bool) {
 	return e.hdr.val, true
 }
 
-// Share records e's chunk (ShareStr said true) as shared under token.
+// ShareObj returns a collection entry's object for the sink to read off
+// the lock; false for strings or when the sink does not share. As with
+// ShareStr, the sink then calls Share. The DB never changes a shared
+// object without telling the sink first: Modify and ModifyUnwatched call
+// Unshare after the pre-change hook, and an overwrite, Delete or Forget
+// calls Dropped (the object may live on under another key after RENAME or
+// MOVE, so the sink must stop reading it then too). Reads of a collection
+// change nothing in it, so the sink may read it while commands read it
+// under the shard lock.
+func (e *Entry) ShareObj() (any, bool) {
+	d := e.db
+	if d == nil || d.shared == nil || Type(e.hdr.flags&typeMask) == TypeString {
+		return nil, false
+	}
+	return e.Obj(), true
+}
+
+// Share records e's chunk (ShareStr or ShareObj said true) as shared under token.
 func (e *Entry) Share(token any) { e.db.shared.refs[e.ref] = token }
 
 // startSharing makes the DB keep its large chunks for the sink (StartSnapshot).

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/damselflydb/damselfly/shard"
+	"github.com/damselflydb/damselfly/shard/types"
 	"github.com/damselflydb/damselfly/snapshot/rdb"
 )
 
@@ -50,10 +51,14 @@ import (
 
 // bigItem is one shared string waiting for the encoder.
 type bigItem struct {
-	mu     sync.Mutex
-	db     int
-	key    []byte
-	val    []byte // the shard's bytes until done (or a copy after Unshare)
+	mu  sync.Mutex
+	db  int
+	key []byte
+	val []byte // the shard's bytes until done (or a copy after Unshare)
+	// A big collection (bigObj) instead of a string: its type and the
+	// shard's object until done (or a clone after Unshare or Dropped).
+	typ    shard.Type
+	obj    any
 	exp    int64
 	meta   bool
 	flags  uint32
@@ -81,6 +86,10 @@ type bigQueue struct {
 	exited chan struct{}
 }
 
+// bigObj is the memory (MemoryUsage) from which a collection is captured
+// by reference, as a big string is.
+const bigObj = 16 << 10
+
 // bigPerHold bounds the shared bytes one traversal lock hold captures, so
 // the hold stays short and the budget is checked between holds.
 const bigPerHold = 8 * chunkBytes
@@ -88,22 +97,33 @@ const bigPerHold = 8 * chunkBytes
 // shareBig captures e (a live key of database db, expiring at exp) by
 // reference if it is a big string; false means encode it now.
 func (s *serializer) shareBig(db int, e *shard.Entry, exp int64) bool {
-	if e.Type() != shard.TypeString {
-		return false
+	it := &bigItem{db: db, exp: exp, typ: e.Type()}
+	if it.typ == shard.TypeString {
+		val, ok := e.ShareStr()
+		if !ok {
+			return false
+		}
+		it.val = val
+		it.charge = int64(len(val))
+	} else {
+		obj, ok := e.ShareObj()
+		if !ok {
+			return false
+		}
+		m, ok := obj.(interface{ MemoryUsage() int })
+		if !ok || m.MemoryUsage() < bigObj {
+			return false
+		}
+		it.obj = obj
+		it.charge = int64(m.MemoryUsage())
 	}
-	val, ok := e.ShareStr()
-	if !ok {
-		return false
-	}
-	it := &bigItem{db: db, exp: exp}
 	e.Share(it)
 	it.key = bytes.Clone(e.Key())
-	it.val = val
 	if e.HasMeta() {
 		it.meta, it.flags = true, e.MCFlags()
 	}
-	it.charge = int64(len(val) + len(it.key) + 64) // + the record's opcodes, lengths, expiry and flags
-	s.r.mem.ref(it.charge)                         // live: referenced, not charged
+	it.charge += int64(len(it.key) + 64) // + the record's opcodes, lengths, expiry and flags
+	s.r.mem.ref(it.charge)               // live: referenced, not charged
 	s.heldBig += it.charge
 	s.r.keys.Add(1)
 	q := &s.big
@@ -119,22 +139,55 @@ func (s *serializer) shareBig(db int, e *shard.Entry, exp int64) bool {
 
 // Unshare implements shard.StrSharer (shard locked): the bytes of the
 // value token names are about to change in place.
-func (s *serializer) Unshare(token any) {
-	it := token.(*bigItem)
+func (s *serializer) Unshare(token any) { s.detach(token.(*bigItem)) }
+
+// detach makes the item stop reading the shard's bytes or object: a copy
+// (the encoder is done with it, or has not started: it.mu) is extra
+// memory, charged outside it.mu.
+func (s *serializer) detach(it *bigItem) {
 	it.mu.Lock()
 	copied := it.state.Load() != itemDone
 	if copied {
-		it.val = bytes.Clone(it.val)
+		if it.obj != nil {
+			it.obj = cloneObj(it.obj)
+		} else {
+			it.val = bytes.Clone(it.val)
+		}
 	}
 	it.mu.Unlock()
 	if copied {
-		s.dropped(it) // the copy is extra memory; charged outside it.mu
+		s.dropped(it)
 	}
 }
 
 // Dropped implements shard.StrSharer (shard locked): the store no longer
-// holds the value token names (overwritten or deleted).
-func (s *serializer) Dropped(token any) { s.dropped(token.(*bigItem)) }
+// holds the value token names (overwritten or deleted; a collection's
+// object may live on under another key, RENAME, so it is cloned first).
+func (s *serializer) Dropped(token any) {
+	it := token.(*bigItem)
+	if it.obj != nil {
+		s.detach(it)
+		return
+	}
+	s.dropped(it)
+}
+
+// cloneObj deep-copies a collection object.
+func cloneObj(obj any) any {
+	switch o := obj.(type) {
+	case *types.List:
+		return o.Clone()
+	case *types.Set:
+		return o.Clone()
+	case *types.Hash:
+		return o.Clone()
+	case *types.ZSet:
+		return o.Clone()
+	case *types.Stream:
+		return o.Clone()
+	}
+	panic(fmt.Sprintf("snapshot: cannot clone %T", obj))
+}
 
 // dropped charges it to the budget if nobody did yet and moves it to the
 // front of the encoder's work. The charge waits for room only when the
@@ -206,7 +259,7 @@ func (s *serializer) encodeBig() {
 		pending = slices.Delete(pending, i, i+1)
 		it.mu.Lock()
 		if s.r.failed() != nil {
-			it.val = nil
+			it.val, it.obj = nil, nil
 			it.state.Store(itemDone)
 			it.mu.Unlock()
 			continue
@@ -217,12 +270,16 @@ func (s *serializer) encodeBig() {
 			err = rw.MCFlags(it.flags)
 		}
 		if err == nil {
-			err = rw.String(it.key, it.val, it.exp)
+			if it.obj != nil {
+				err = encodeObj(rw, it.key, it.typ, it.obj, it.exp)
+			} else {
+				err = rw.String(it.key, it.val, it.exp)
+			}
 		}
 		if err == nil {
 			err = rw.Flush()
 		}
-		it.val = nil
+		it.val, it.obj = nil, nil
 		it.state.Store(itemDone)
 		it.mu.Unlock()
 		if err != nil {

@@ -694,23 +694,29 @@ func encode(w *rdb.Writer, e *shard.Entry, exp int64) error {
 			return err
 		}
 	}
-	switch e.Type() {
-	case shard.TypeString:
+	if e.Type() == shard.TypeString {
 		return w.String(key, e.Str(), exp)
+	}
+	return encodeObj(w, key, e.Type(), e.Obj(), exp)
+}
+
+// encodeObj writes one collection key as an RDB record.
+func encodeObj(w *rdb.Writer, key []byte, t shard.Type, obj any, exp int64) error {
+	switch t {
 	case shard.TypeList:
-		l, ok := e.Obj().(*types.List)
+		l, ok := obj.(*types.List)
 		if !ok {
 			return errUnknownObject
 		}
 		return w.List(key, exp, l.Len(), func(yield func([]byte) bool) { l.Iterate(yield) })
 	case shard.TypeSet:
-		m, ok := e.Obj().(*types.Set)
+		m, ok := obj.(*types.Set)
 		if !ok {
 			return errUnknownObject
 		}
 		return w.Set(key, exp, m.Len(), func(yield func([]byte) bool) { m.Iterate(yield) })
 	case shard.TypeHash:
-		h, ok := e.Obj().(*types.Hash)
+		h, ok := obj.(*types.Hash)
 		if !ok {
 			return errUnknownObject
 		}
@@ -719,19 +725,19 @@ func encode(w *rdb.Writer, e *shard.Entry, exp int64) error {
 		}
 		return w.Hash(key, exp, h.Len(), func(yield func([]byte, []byte) bool) { h.Iterate(yield) })
 	case shard.TypeZSet:
-		z, ok := e.Obj().(*types.ZSet)
+		z, ok := obj.(*types.ZSet)
 		if !ok {
 			return errUnknownObject
 		}
 		return w.ZSet(key, exp, z.Len(), func(yield func([]byte, float64) bool) { z.Iterate(yield) })
 	case shard.TypeStream:
-		s, ok := e.Obj().(*types.Stream)
+		s, ok := obj.(*types.Stream)
 		if !ok {
 			return errUnknownObject
 		}
 		return w.Stream(key, exp, streamToRDB(s))
 	}
-	return fmt.Errorf("unknown type %d", e.Type())
+	return fmt.Errorf("unknown type %d", t)
 }
 
 // mergeAux adds extra aux fields to the defaults; one with a default's
