@@ -13,6 +13,11 @@ import (
 // (Entry.ShareStr, Entry.Share) and encode the bytes later, off the lock, so a writer
 // that captures a bucket of 10 MB values pays microseconds, not a copy.
 //
+// Collections are shared the same way (Entry.ShareObj): their object is
+// read by the sink off the lock; before Modify changes it, or when an
+// overwrite, Delete or Forget lets go of it, the sink is told (Unshare,
+// Dropped) and copies what it has not encoded yet.
+//
 // Invariants, while a snapshot runs on the shard:
 //   - The DB never writes into the value bytes of a shared chunk. An
 //     overwrite of a large value by one of the same size, which would reuse

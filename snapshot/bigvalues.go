@@ -13,14 +13,25 @@ import (
 	"github.com/damselflydb/damselfly/snapshot/rdb"
 )
 
-// Big strings are encoded off the shard lock. A string in a large slab
+// Big values are encoded off the shard lock. A string in a large slab
 // chunk (over 16 KiB) is not copied when its bucket is captured, by the
 // traversal or by a writer's pre-change hook: the serializer takes a
 // reference (shard.Entry.ShareStr; the shard then never writes into those
 // bytes, see shard/snapshot_share.go) and queues it to its encoder
 // goroutine, which encodes it into a chunk of its own while writes go on.
 // A writer capturing a bucket of 10 MB values therefore pays a few
-// microseconds instead of copying up to 80 MB with its shard locked.
+// microseconds instead of copying up to 80 MB with its shard locked. A
+// collection whose MemoryUsage is over bigObj is captured the same way
+// (shard.Entry.ShareObj): the encoder reads the live object unlocked,
+// which is safe because reads change nothing in a collection and every
+// change goes through Modify (Unshare) or replaces or drops the object
+// (Dropped); both make the serializer clone the object first if the
+// encoder has not encoded it yet (or wait for the one encoding running).
+// So a writer that reaches a bucket of big collections pays at most one
+// clone, of the collection it changes, instead of encoding the bucket; a
+// RENAME or DEL of a big collection not encoded yet also pays a clone
+// (Delete and Forget look alike to the shard, and after RENAME the object
+// lives on under the new key).
 //
 // Memory (budget.go): a shared value still live in the store is not extra
 // memory, so capturing it charges nothing; it is only counted among the
@@ -145,6 +156,7 @@ func (s *serializer) Unshare(token any) { s.detach(token.(*bigItem)) }
 // (the encoder is done with it, or has not started: it.mu) is extra
 // memory, charged outside it.mu.
 func (s *serializer) detach(it *bigItem) {
+	t := time.Now()
 	it.mu.Lock()
 	copied := it.state.Load() != itemDone
 	if copied {
@@ -155,6 +167,7 @@ func (s *serializer) detach(it *bigItem) {
 		}
 	}
 	it.mu.Unlock()
+	s.r.waits.note(causeCopy, time.Since(t))
 	if copied {
 		s.dropped(it)
 	}
@@ -165,7 +178,7 @@ func (s *serializer) detach(it *bigItem) {
 // object may live on under another key, RENAME, so it is cloned first).
 func (s *serializer) Dropped(token any) {
 	it := token.(*bigItem)
-	if it.obj != nil {
+	if it.typ != shard.TypeString {
 		s.detach(it)
 		return
 	}

@@ -29,16 +29,20 @@ type waits struct {
 // a hook's own work (capturing a bucket: encoding small keys, taking
 // references), a hook's wait for room in the budget, a dropping writer's
 // wait for room (bigvalues.go: the last resort), and a traversal lock
-// hold (every writer of the shard waits behind it).
+// hold (every writer of the shard waits behind it), and a writer's copy of
+// a big value the save has not encoded yet before it changes or drops it
+// (Unshare, Dropped: a clone of a collection, or of a string changed in
+// place, including any wait for the encoder to finish that one value).
 const (
 	causeHookWork = iota
 	causeHookBudget
 	causeDropBudget
 	causeHold
+	causeCopy
 	waitCauses
 )
 
-var causeNames = [waitCauses]string{"hook work", "hook budget", "drop budget", "hold"}
+var causeNames = [waitCauses]string{"hook work", "hook budget", "drop budget", "hold", "copy"}
 
 // waitBounds are the histogram's upper bounds; a last bucket counts the
 // waits above the last bound.

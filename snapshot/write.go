@@ -19,10 +19,12 @@
 // A bucket is captured at most once, so a write pays this at most once per
 // bucket (8 keys) per snapshot.
 //
-// Big strings (large slab chunks, over 16 KiB) are the exception: they are
-// captured by reference and encoded off the shard lock by an encoder
-// goroutine per shard (bigvalues.go), so that a hook never copies megabytes
-// with its shard locked.
+// Big values are the exception: strings in large slab chunks (over 16 KiB)
+// and collections using over 16 KiB are captured by reference and encoded
+// off the shard lock by an encoder goroutine per shard (bigvalues.go), so
+// that a hook never copies or encodes megabytes with its shard locked. A
+// writer that then changes or drops one the encoder has not reached copies
+// that one value (a clone for a collection) before it goes on.
 //
 // Records travel in chunks (about 128 KiB, each tagged with its database)
 // through one bounded queue to the caller's goroutine, the single RDB
@@ -33,10 +35,12 @@
 // one more SELECTDB, which Redis's loader and redis-check-rdb accept (RDB
 // allows any number of SELECTDB opcodes). Memory is bounded by bytes, not
 // chunks (Options.MaxExtraMemory, budget.go): the traversal waits, shard
-// unlocked, while more than half the budget is in flight, and a hook that
-// would exceed the whole budget waits for the output (the writer itself
-// never takes a shard lock, so this cannot deadlock), which slows writers
-// to the speed of the output instead of letting captured data pile up.
+// unlocked, while more than half the budget is in flight, the big value
+// encoder waits off the lock, and only a writer that would exceed the
+// whole budget waits for the output with its shard locked (the last
+// resort; the writer itself never takes a shard lock, so this cannot
+// deadlock), which slows writers to the speed of the output instead of
+// letting captured data pile up.
 //
 // Keys already expired at the cut are left out (a loader drops them anyway).
 //
