@@ -15,7 +15,7 @@ const DefaultMaxExtraMemory = 64 << 20
 // (refs), only to keep the traversal from running far ahead of the output.
 //
 // Who waits for room: the traversal, shard unlocked, until no more than
-// half the budget (used + refs) is in use before each lock hold; the big
+// a quarter of the budget (used + refs) is in use before each lock hold; the big
 // value encoder, off the lock; and, only as the last resort when the whole
 // budget is used, a writer's hook (shard locked). The writers never take a
 // shard lock, so this cannot deadlock. One chunk is always let through

@@ -35,7 +35,7 @@
 // one more SELECTDB, which Redis's loader and redis-check-rdb accept (RDB
 // allows any number of SELECTDB opcodes). Memory is bounded by bytes, not
 // chunks (Options.MaxExtraMemory, budget.go): the traversal waits, shard
-// unlocked, while more than half the budget is in flight, the big value
+// unlocked, while over a quarter of the budget is in flight, the big value
 // encoder waits off the lock, and only a writer that would exceed the
 // whole budget waits for the output with its shard locked (the last
 // resort; the writer itself never takes a shard lock, so this cannot
@@ -171,6 +171,12 @@ const (
 	maxHold = 200 * time.Microsecond
 	// maxPause bounds one pause of a paced serializer (see serializer.run).
 	maxPause = time.Millisecond
+	// traversalShare: the traversal starts a lock hold only while at most
+	// 1/traversalShare of the budget is in use, leaving the rest to the
+	// values writers drop before they are written (with 10 MB values and
+	// half the budget, two writers' drops filled the rest: measured in
+	// BENCHMARKS.md, issue 14 "snaplat2").
+	traversalShare = 4
 )
 
 // chunk is a run of encoded records of one database.
@@ -610,8 +616,8 @@ func (s *serializer) run() {
 	var out []chunk
 	var seen uint64
 	for done := false; !done; {
-		// Leave half the budget to the writers' captures (budget.go).
-		if !s.r.mem.waitBelow(s.r.mem.limit/2, s.r.abort) {
+		// Leave most of the budget to the values writers drop (budget.go).
+		if !s.r.mem.waitBelow(s.r.mem.limit/traversalShare, s.r.abort) {
 			s.finish()
 			return
 		}
