@@ -105,6 +105,7 @@ if [ -z "${DAMSELFLY_IMAGE:-}" ]; then
     args=(--build-arg "GO_IMAGE=$GO_STANDIN" --build-arg "RUNTIME_IMAGE=$RUNTIME_STANDIN")
     for v in GOPROXY GOSUMDB; do val=$(go env "$v"); [ -n "$val" ] && args+=(--build-arg "$v=$val"); done
     docker build -q -t "$DAMSELFLY_IMAGE" "${args[@]}" "$root" 2>&1 >/dev/null | grep -v -e DEPRECATED -e BuildKit -e "environment-variable" -e "^$" >&2 || true
+    docker image inspect "$DAMSELFLY_IMAGE" >/dev/null 2>&1 || { echo "memtier-docker.sh: building $DAMSELFLY_IMAGE failed"; exit 1; }
   fi
 fi
 if [ -z "${REDIS_IMAGE:-}" ]; then
