@@ -32,6 +32,7 @@
 #   REBUILD=1        rebuild the images even if they exist
 #   DAMSELFLY_ARGS / REDIS_ARGS   extra server arguments
 #   OUT              also append the per-run lines to this file
+#   LOGS             keep each server's container log in this directory (SERVER-TRANSPORT-PN-rR.log)
 #
 # Everything it starts (containers, volumes, the socket directory) is
 # removed on exit, also on Ctrl-C; images are kept as a cache.
@@ -205,6 +206,10 @@ for r in $(seq "$ROUNDS"); do
                  --print-percentiles 50,99,99.9 --hide-histogram 2>/dev/null | awk '$1=="Totals"')
         c1=$(cpu_us "$CID"); p1=$(proxy_us "$PORT"); n1=$(commands)
         load=$(cut -d' ' -f1 /proc/loadavg)
+        if [ -n "${LOGS:-}" ]; then
+          mkdir -p "$LOGS"; docker stop -t 10 "$CID" >/dev/null
+          docker logs "$CID" >"$LOGS/$server-$transport-P$pipeline-r$r.log" 2>&1
+        fi
         stop
         # Totals: ops/s hits/s misses/s avg p50 p99 p99.9 KB/s
         read -r _ ops _ _ _ p50 p99 p999 _ <<<"$line"
