@@ -190,6 +190,10 @@ proxy_us() {
   [ -z "$pid" ] && { echo 0; return; }
   awk -v hz="$(getconf CLK_TCK)" '{printf "%d\n", ($14+$15)/hz*1e6}' "/proc/$pid/stat"
 }
+# runq_ms PID: how long PID's threads waited on a run queue, runnable but not
+# running (schedstat's second field, summed over threads), in ms: the share of
+# a run a loaded machine took from the server or from memtier.
+runq_ms() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $2} END {printf "%d\n", s/1e6}'; }
 commands() { redis-cli -s "$SOCK" info stats | tr -d '\r' | awk -F: '$1=="total_commands_processed"{print $2}'; }
 
 out="$work/results"
@@ -200,11 +204,16 @@ for r in $(seq "$ROUNDS"); do
       for server in $SERVERS; do
         start "$server"
         if [ "$transport" = tcp ]; then target=(-s 127.0.0.1 -p "$PORT"); else target=(-S "$SOCK"); fi
-        c0=$(cpu_us "$CID"); p0=$(proxy_us "$PORT"); n0=$(commands)
-        line=$(taskset -c "$CLIENT_CPU" "$MEMTIER" "${target[@]}" --protocol=redis -t "$THREADS" -c "$CLIENTS" \
-                 --ratio="$RATIO" -d "$DATA_SIZE" --pipeline="$pipeline" --test-time="$SECS" \
-                 --print-percentiles 50,99,99.9 --hide-histogram 2>/dev/null | awk '$1=="Totals"')
-        c1=$(cpu_us "$CID"); p1=$(proxy_us "$PORT"); n1=$(commands)
+        spid=$(docker inspect -f '{{.State.Pid}}' "$CID")
+        c0=$(cpu_us "$CID"); p0=$(proxy_us "$PORT"); n0=$(commands); s0=$(runq_ms "$spid")
+        taskset -c "$CLIENT_CPU" "$MEMTIER" "${target[@]}" --protocol=redis -t "$THREADS" -c "$CLIENTS" \
+          --ratio="$RATIO" -d "$DATA_SIZE" --pipeline="$pipeline" --test-time="$SECS" \
+          --print-percentiles 50,99,99.9 --hide-histogram >"$work/memtier.out" 2>/dev/null &
+        mpid=$!; m1=0
+        while kill -0 "$mpid" 2>/dev/null; do m=$(runq_ms "$mpid"); [ -n "$m" ] && m1=$m; sleep 0.2; done
+        wait "$mpid" || true
+        line=$(awk '$1=="Totals"' "$work/memtier.out")
+        c1=$(cpu_us "$CID"); p1=$(proxy_us "$PORT"); n1=$(commands); s1=$(runq_ms "$spid")
         load=$(cut -d' ' -f1 /proc/loadavg)
         if [ -n "${LOGS:-}" ]; then
           mkdir -p "$LOGS"; docker stop -t 10 "$CID" >/dev/null
@@ -216,7 +225,7 @@ for r in $(seq "$ROUNDS"); do
         n=$((n1 - n0)); [ "$n" -gt 0 ] || n=1
         cpu=$(awk -v t=$((c1 - c0)) -v n="$n" 'BEGIN{printf "%.2f", t/n}')
         proxy=$(awk -v t=$((p1 - p0)) -v n="$n" 'BEGIN{printf "%.2f", t/n}')
-        echo "$server $transport P$pipeline round $r: ops/s $ops | p50 $p50 | p99 $p99 | p99.9 $p999 | CPU/req ${cpu} us | proxy CPU/req ${proxy} us | load $load" \
+        echo "$server $transport P$pipeline round $r: ops/s $ops | p50 $p50 | p99 $p99 | p99.9 $p999 | CPU/req ${cpu} us | proxy CPU/req ${proxy} us | load $load | runq ms server $((s1 - s0)) memtier $m1" \
           | tee -a "$out" ${OUT:+"$OUT"}
       done
     done
@@ -227,14 +236,14 @@ python3 - "$out" <<'PY'
 import re, statistics, sys, collections
 rows = collections.defaultdict(list)
 for l in open(sys.argv[1]):
-    m = re.match(r"(\S+) (\S+) (P\d+) round \d+: ops/s ([0-9.]+) \| p50 ([0-9.]+) \| p99 ([0-9.]+) \| p99.9 ([0-9.]+) \| CPU/req ([0-9.]+) us \| proxy CPU/req ([0-9.]+) us \| load ([0-9.]+)", l)
+    m = re.match(r"(\S+) (\S+) (P\d+) round \d+: ops/s ([0-9.]+) \| p50 ([0-9.]+) \| p99 ([0-9.]+) \| p99.9 ([0-9.]+) \| CPU/req ([0-9.]+) us \| proxy CPU/req ([0-9.]+) us \| load ([0-9.]+) \| runq ms server (\d+) memtier (\d+)", l)
     if m:
         rows[(m[2], m[3], m[1])].append([float(x) for x in m.groups()[3:]])
 def f(v, p): return f"{statistics.median(v):.{p}f} ({min(v):.{p}f}-{max(v):.{p}f})" if len(v) > 1 else f"{v[0]:.{p}f}"
 print()
-print("| transport | pipeline | server | ops/s | p50 ms | p99 ms | p99.9 ms | server CPU/request µs | docker-proxy CPU/request µs | load |")
-print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+print("| transport | pipeline | server | ops/s | p50 ms | p99 ms | p99.9 ms | server CPU/request µs | docker-proxy CPU/request µs | load | run-queue wait ms: server / memtier |")
+print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for (tr, pl, srv), v in sorted(rows.items(), key=lambda kv: (kv[0][0] != "tcp", int(kv[0][1][1:]), kv[0][2])):
     cols = list(zip(*v))
-    print(f"| {tr} | {pl} | {srv} | {f(cols[0],0)} | {f(cols[1],3)} | {f(cols[2],3)} | {f(cols[3],3)} | {f(cols[4],2)} | {f(cols[5],2) if tr == 'tcp' else '-'} | {f(cols[6],1)} |")
+    print(f"| {tr} | {pl} | {srv} | {f(cols[0],0)} | {f(cols[1],3)} | {f(cols[2],3)} | {f(cols[3],3)} | {f(cols[4],2)} | {f(cols[5],2) if tr == 'tcp' else '-'} | {f(cols[6],1)} | {f(cols[7],0)} / {f(cols[8],0)} |")
 PY
