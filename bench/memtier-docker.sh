@@ -193,7 +193,7 @@ proxy_us() {
 # runq_ms PID: how long PID's threads waited on a run queue, runnable but not
 # running (schedstat's second field, summed over threads), in ms: the share of
 # a run a loaded machine took from the server or from memtier.
-runq_ms() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $2} END {printf "%d\n", s/1e6}'; }
+runq_ms() { { cat /proc/"$1"/task/*/schedstat 2>/dev/null || true; } | awk '{s += $2} END {printf "%d\n", s/1e6}'; }
 commands() { redis-cli -s "$SOCK" info stats | tr -d '\r' | awk -F: '$1=="total_commands_processed"{print $2}'; }
 
 out="$work/results"
