@@ -55,7 +55,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d /tmp/memtier-docker.XXXXXX)
 tag="memtier-bench-$$"
 containers=(); volumes=()
+mpid=
 cleanup() {
+  [ -n "$mpid" ] && kill "$mpid" 2>/dev/null || true
   for c in "${containers[@]}"; do docker rm -f -v "$c" >/dev/null 2>&1 || true; done
   for v in "${volumes[@]}"; do docker volume rm -f "$v" >/dev/null 2>&1 || true; done
   rm -rf "$work"
