@@ -37,6 +37,7 @@
 # Everything it starts (containers, volumes, the socket directory) is
 # removed on exit, also on Ctrl-C; images are kept as a cache.
 set -euo pipefail
+ulimit -c 0 # a memtier interrupted mid-run aborts; leave no core file in the working directory
 ROUNDS=${1:-2}; SECS=${2:-10}
 MEMTIER=${MEMTIER:-$(command -v memtier_benchmark || true)}
 [ -z "$MEMTIER" ] && [ -x /tmp/memtier/memtier_benchmark ] && MEMTIER=/tmp/memtier/memtier_benchmark
@@ -57,7 +58,7 @@ tag="memtier-bench-$$"
 containers=(); volumes=()
 mpid=
 cleanup() {
-  [ -n "$mpid" ] && kill "$mpid" 2>/dev/null || true
+  if [ -n "$mpid" ]; then kill "$mpid" 2>/dev/null || true; wait "$mpid" 2>/dev/null || true; fi
   for c in "${containers[@]}"; do docker rm -f -v "$c" >/dev/null 2>&1 || true; done
   for v in "${volumes[@]}"; do docker volume rm -f "$v" >/dev/null 2>&1 || true; done
   rm -rf "$work"
