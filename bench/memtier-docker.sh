@@ -19,6 +19,8 @@
 # Knobs (environment):
 #   MEMTIER          memtier_benchmark binary (PATH by default; see bench/memtier.sh to build it)
 #   SERVERS          "damselfly redis"      which servers, in this order per round
+#                    (also damselfly-uring: --event-loop io_uring, if the engine's seccomp
+#                    profile allows io_uring; damselfly-gpc: --goroutine-per-conn)
 #   TRANSPORTS       "tcp unix"
 #   PIPELINES        "1 16"
 #   SERVER_CPU=0 CLIENT_CPU=1              the server container's cpuset, memtier's core
@@ -103,7 +105,7 @@ EOF
 
 if [ -z "${DAMSELFLY_IMAGE:-}" ]; then
   DAMSELFLY_IMAGE=damselfly-bench/damselfly:local
-  if [[ " $SERVERS " == *" damselfly "* ]] && ! have_image "$DAMSELFLY_IMAGE"; then
+  if [[ " $SERVERS " == *" damselfly"* ]] && ! have_image "$DAMSELFLY_IMAGE"; then
     stand_ins
     echo "building $DAMSELFLY_IMAGE from $root/Dockerfile (a few minutes on a loaded machine)..." >&2
     args=(--build-arg "GO_IMAGE=$GO_STANDIN" --build-arg "RUNTIME_IMAGE=$RUNTIME_STANDIN")
@@ -147,9 +149,13 @@ start() {
   local server=$1 name="$tag-$1-$RANDOM" vol="$tag-$1-data-$RANDOM" image args
   SOCK="$sockdir/$server.sock"; rm -f "$SOCK"
   case $server in
-    damselfly) image=$DAMSELFLY_IMAGE
+    damselfly|damselfly-uring|damselfly-gpc) image=$DAMSELFLY_IMAGE
       # shellcheck disable=SC2206
-      args=(--save "" --unixsocket "/run/bench/$server.sock" --unixsocketperm 777 --loglevel warning ${DAMSELFLY_ARGS:-}) ;;
+      args=(--save "" --unixsocket "/run/bench/$server.sock" --unixsocketperm 777 --loglevel warning ${DAMSELFLY_ARGS:-})
+      case $server in
+        damselfly-uring) args+=(--event-loop io_uring) ;;
+        damselfly-gpc) args+=(--goroutine-per-conn) ;;
+      esac ;;
     redis) image=$REDIS_IMAGE
       # shellcheck disable=SC2206
       args=(--port 6379 --bind 0.0.0.0 --protected-mode no --save "" --appendonly no --dir /data
