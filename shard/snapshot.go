@@ -41,7 +41,8 @@ import (
 type SnapshotSink interface {
 	// Entry is called for each entry of a captured bucket of database db
 	// (the index at the cut). The entry (its bytes and object) is valid only
-	// during the call and must not be changed: copy or encode it.
+	// during the call and must not be changed: copy or encode it, or
+	// share a big value's bytes or object (snapshot_share.go).
 	Entry(db int, e *Entry)
 	// AfterHook is called after every run of the pre-change hook (captured
 	// tells whether it captured a bucket), before the write that triggered
