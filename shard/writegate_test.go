@@ -54,3 +54,22 @@ func TestStringWriteGate(t *testing.T) {
 		t.Fatal("an empty string's writable bytes are not empty")
 	}
 }
+
+// BenchmarkWriteGateStr is the gate's own cost on an in-place string edit:
+// StrW (a check of the W) against Str (none), per call.
+func BenchmarkWriteGateStr(b *testing.B) {
+	st := NewStore(1, 1)
+	d := st.Shards()[0].DB(0)
+	e := d.Put(Hash([]byte("k")), []byte("k"), Value{Type: TypeString, Str: make([]byte, 64)})
+	w := d.Modify(&e)
+	b.Run("Str", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			e.Str()[i&63]++
+		}
+	})
+	b.Run("StrW", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			e.StrW(w)[i&63]++
+		}
+	})
+}

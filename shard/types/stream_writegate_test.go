@@ -86,3 +86,25 @@ func TestStreamWriteGate(t *testing.T) {
 		t.Fatalf("pending: original %d (want 1), copy %d (want 0)", g.PendingLen(), cg.PendingLen())
 	}
 }
+
+// BenchmarkWriteGateStream is the gate's own cost on a stream change: Ack
+// (checks the W) against ack (none), with Deliver re-adding the entry.
+func BenchmarkWriteGateStream(b *testing.B) {
+	s, w := NewStream()
+	s.Add(w, StreamID{Ms: 1}, [][]byte{[]byte("f"), []byte("v")}, nil)
+	g := s.CreateGroup(w, []byte("g"), StreamID{}, 0)
+	c, _ := g.CreateConsumer(w, []byte("c"), 1, 1)
+	id := StreamID{Ms: 1}
+	b.Run("unchecked", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			g.deliver(c, id, 1, false)
+			g.ack(id)
+		}
+	})
+	b.Run("checked", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			g.Deliver(w, c, id, 1, false)
+			g.Ack(w, id)
+		}
+	})
+}
