@@ -253,6 +253,9 @@ type Server struct {
 
 	// Snapshot striping (dbdirs.go): --dbdirs / CONFIG SET dbdirs.
 	dbDirs atomic.Pointer[[]string]
+
+	// Network counters of INFO stats (netstats.go).
+	netAcct *netStats
 }
 
 // New prepares a server; Start opens its listeners.
@@ -298,7 +301,8 @@ func New(cfg Config) *Server {
 	s.blocking.init()
 	s.cmds = commandTable()
 	s.initACL(cfg)
-	s.initObserve() // cmdstats.go
+	s.initObserve()  // cmdstats.go
+	s.initNetStats() // netstats.go
 	s.configParams = configParams()
 	s.enableProtectedConfigs = normProtected(cfg.EnableProtectedConfigs)
 	s.enableDebug = normProtected(cfg.EnableDebugCommand)
@@ -499,6 +503,7 @@ func (s *Server) cron() {
 		case <-t.C:
 		}
 		s.saveCron()
+		s.netCron() // netstats.go
 		if s.cfg.maxMemory.Load() > 0 {
 			heap, dataset := s.memoryParts(nil)
 			s.usedMem.Store(heap + dataset)
