@@ -114,6 +114,10 @@ type Config struct {
 	// node serves key: "" to serve it, or the Redis error text to answer
 	// after SERVER_ERROR (MOVED slot ip:port, TRYAGAIN, CLUSTERDOWN).
 	Route func(key []byte, write bool) string
+
+	// Observe, when set, hears of every command run (observe.go): the
+	// server's commandstats, SLOWLOG, LATENCY and MONITOR.
+	Observe Observer
 }
 
 type stats struct {

@@ -256,6 +256,9 @@ type Server struct {
 
 	// Network counters of INFO stats (netstats.go).
 	netAcct *netStats
+	// Memcached commands in commandstats, SLOWLOG, LATENCY, MONITOR
+	// (memcache_observe.go).
+	mcObs *mcObserver
 }
 
 // New prepares a server; Start opens its listeners.
@@ -301,8 +304,9 @@ func New(cfg Config) *Server {
 	s.blocking.init()
 	s.cmds = commandTable()
 	s.initACL(cfg)
-	s.initObserve()  // cmdstats.go
-	s.initNetStats() // netstats.go
+	s.initObserve()         // cmdstats.go
+	s.initNetStats()        // netstats.go
+	s.initMemcacheObserve() // memcache_observe.go
 	s.configParams = configParams()
 	s.enableProtectedConfigs = normProtected(cfg.EnableProtectedConfigs)
 	s.enableDebug = normProtected(cfg.EnableDebugCommand)
@@ -408,7 +412,8 @@ func (s *Server) newMemcache(cfg Config) *memcache.Server {
 		Journal: s.commitMemcached, Loops: s.loops, Admit: s.admitWrite,
 		MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load,
 		Accept: s.admitMemcached, Busy: func() bool { return s.scripts.busy.Load() != nil },
-		Route: s.memcacheRoute()}) // cluster_memcache.go
+		Route:   s.memcacheRoute(), // cluster_memcache.go
+		Observe: s.mcObs})          // memcache_observe.go
 }
 
 // MemcachedAddr is the address of the memcached listener ("" when off).
