@@ -259,6 +259,8 @@ type Server struct {
 	// Memcached commands in commandstats, SLOWLOG, LATENCY, MONITOR
 	// (memcache_observe.go).
 	mcObs *mcObserver
+	// CLUSTER FAILOVER runs (cluster_failover_cmd.go).
+	manualFO manualFailover
 }
 
 // New prepares a server; Start opens its listeners.
