@@ -173,7 +173,11 @@ func (s *Server) manualCatchUp(p *peerConn) bool {
 		if time.Now().After(deadline) || !s.repl.IsReplica() {
 			return false
 		}
-		time.Sleep(time.Millisecond)
+		select {
+		case <-s.done: // shutting down
+			return false
+		case <-time.After(time.Millisecond):
+		}
 	}
 	return true
 }
