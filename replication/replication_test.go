@@ -28,7 +28,13 @@ func TestFullSyncTwoReplicasUnderWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "both replicas online", func() bool { return info(pc, "replication")["connected_slaves"] == "2" })
-	n, err := pc.Do(ctx, "WAIT", 2, 5000).Int()
+	// A replica counts as connected while its full sync still runs; WAIT's
+	// timeout is generous since it returns as soon as both acknowledge (a
+	// 50k-key sync under -race on a loaded machine took over 5 s).
+	waitFor(t, 30*time.Second, "both replicas synced", func() bool {
+		return info(c1, "replication")["master_link_status"] == "up" && info(c2, "replication")["master_link_status"] == "up"
+	})
+	n, err := pc.Do(ctx, "WAIT", 2, 30000).Int()
 	if err != nil || n != 2 {
 		t.Fatalf("WAIT = %d, %v", n, err)
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,5 +75,31 @@ func TestRandRepeatsReplies(t *testing.T) {
 		if (z.Member == "m1") != (z.Score == 1.5) {
 			t.Fatalf("ZRANDMEMBER pair %v", z)
 		}
+	}
+}
+
+// A reply of hundreds of millions of picks goes out as it is drawn: a client
+// that reads gets every pick, and one that hangs up stops the drawing at
+// once instead of leaving a goroutine to build gigabytes nobody reads.
+func TestRandRepeatsStreamAndStop(t *testing.T) {
+	s := startServer(t)
+	ctx := context.Background()
+	rdb := newClient(t, s)
+	rdb.SAdd(ctx, "s", "a", "b", "c")
+	if n := len(rdb.SRandMemberN(ctx, "s", -3000000).Val()); n != 3000000 {
+		t.Fatalf("SRANDMEMBER -3000000: %d picks", n)
+	}
+
+	greedy := dialRaw(t, s)
+	greedy.do("CLIENT", "SETNAME", "greedy")
+	greedy.do("SRANDMEMBER", "s", "-300000000") // ~2.4 GB of reply
+	time.Sleep(100 * time.Millisecond)
+	greedy.nc.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for strings.Contains(rdb.ClientList(ctx).Val(), "name=greedy") {
+		if time.Now().After(deadline) {
+			t.Fatal("the picks were still being drawn 5 s after their client hung up")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
