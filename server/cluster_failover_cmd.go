@@ -96,6 +96,11 @@ func (c *Client) clusterFailover(args [][]byte) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		defer func() {
+			if r := recover(); r != nil { // never take the server down
+				s.log.Error("cluster: panic in a manual failover", "panic", r)
+			}
+		}()
 		s.runManualFailover(force)
 	}()
 	c.ok()
