@@ -2,7 +2,8 @@
 // in Damselfly: the shard's stream nodes keep their entries in it
 // (shard/types), and the RDB writer and reader use it for the LISTPACK
 // encodings of hashes, sets, sorted sets, quicklist nodes and stream nodes
-// (snapshot/rdb). It is a leaf package: it imports only the standard library.
+// (snapshot/rdb; snapshot decodes loaded hash and set listpacks with it
+// straight into the shard's objects). It is a leaf package: it imports only the standard library.
 //
 // A listpack is
 //

@@ -248,18 +248,56 @@ type geoPoint struct {
 	score          float64
 }
 
+// geoQuery is a geo search's options as parsed: the shape searched and
+// what to do with what it finds.
+type geoQuery struct {
+	shape                         geohash.Shape
+	withDist, withHash, withCoord bool
+	any, storeDist                bool
+	sortDir                       int   // 0 none, 1 asc, -1 desc
+	count                         int64 // 0: no COUNT
+	storeKey                      []byte
+	// GEOSEARCH's FROM... and BY... options seen (each pair exclusive)
+	fromMember, fromLoc, byRadius, byBox bool
+}
+
 // geoSearch implements GEORADIUS, GEORADIUSBYMEMBER, their _RO forms,
 // GEOSEARCH and GEOSEARCHSTORE, with Redis's argument order and errors.
 func geoSearch(c *Client, args [][]byte, src int, flags int) {
-	keys := [][]byte{args[src]}
-	var storeKey []byte
-	if flags&geoSearchStore != 0 {
-		storeKey = args[1]
-		keys = append(keys, storeKey)
+	defer c.unlock(c.lockKeys(geoSearchKeys(args, src, flags)))
+	z, bad := geoZSet(c, args[src])
+	if bad {
+		return
 	}
-	// STORE/STOREDIST keys of GEORADIUS are found while parsing, but
-	// their shards must be locked with the source's: lock every argument
-	// that may be one.
+	q, ok := parseGeoQuery(c, args, src, flags, z)
+	if !ok {
+		return
+	}
+	if z == nil {
+		q.replyNoKey(c)
+		return
+	}
+	pts := q.search(z)
+	if len(pts) == 0 && q.storeKey == nil {
+		c.array(0)
+		return
+	}
+	if q.storeKey != nil {
+		q.store(c, pts, flags)
+		return
+	}
+	q.reply(c, pts)
+}
+
+// geoSearchKeys are the keys a geo search locks: the source, and the
+// destination of GEOSEARCHSTORE. GEORADIUS's STORE/STOREDIST keys are
+// found while parsing, but their shards must be locked with the source's:
+// every argument that may be one is.
+func geoSearchKeys(args [][]byte, src, flags int) [][]byte {
+	keys := [][]byte{args[src]}
+	if flags&geoSearchStore != 0 {
+		keys = append(keys, args[1])
+	}
 	if flags&(geoCoords|geoMember) != 0 && flags&geoNoStore == 0 {
 		for i := 2; i+1 < len(args); i++ {
 			if eq(args[i], "store") || eq(args[i], "storedist") {
@@ -267,186 +305,215 @@ func geoSearch(c *Client, args [][]byte, src int, flags int) {
 			}
 		}
 	}
-	set := c.lockKeys(keys)
-	defer c.unlock(set)
-	z, bad := geoZSet(c, args[src])
-	if bad {
-		return
+	return keys
+}
+
+// parseGeoQuery parses a geo search's arguments in Redis's order (z, the
+// source, nil when absent, gives FROMMEMBER and GEORADIUSBYMEMBER their
+// centre), replying the error when they are bad.
+func parseGeoQuery(c *Client, args [][]byte, src, flags int, z *types.ZSet) (q geoQuery, ok bool) {
+	if flags&geoSearchStore != 0 {
+		q.storeKey = args[1]
 	}
-	var shape geohash.Shape
-	base := 0
-	var ok bool
+	base := src + 1
 	switch {
 	case flags&geoCoords != 0:
 		base = 6
-		if shape.Lon, shape.Lat, ok = parseLonLat(c, args[2:4]); !ok {
-			return
+		if q.shape.Lon, q.shape.Lat, ok = parseLonLat(c, args[2:4]); !ok {
+			return q, false
 		}
-		if !parseGeoRadius(c, args[4:6], &shape) {
-			return
+		if !parseGeoRadius(c, args[4:6], &q.shape) {
+			return q, false
 		}
 	case flags&geoMember != 0:
 		base = 5
 		if z != nil {
-			s, found := z.Score(args[2])
-			if !found {
-				c.err("ERR could not decode requested zset member")
-				return
-			}
-			shape.Lon, shape.Lat = geohash.Decode(s)
-			if !parseGeoRadius(c, args[3:5], &shape) {
-				return
+			if !q.centreAt(c, z, args[2]) || !parseGeoRadius(c, args[3:5], &q.shape) {
+				return q, false
 			}
 		}
-	default:
-		base = src + 1
 	}
-	withDist, withHash, withCoord, any, storeDist := false, false, false, false, false
-	fromMember, fromLoc, byRadius, byBox := false, false, false, false
-	sortDir := 0 // 0 none, 1 asc, -1 desc
-	var count int64
-	search := flags&geoSearchCmd != 0
 	for i := base; i < len(args); i++ {
-		rem := len(args) - base - (i - base) // arguments from i on
-		a := args[i]
-		switch {
-		case eq(a, "withdist"):
-			withDist = true
-		case eq(a, "withhash"):
-			withHash = true
-		case eq(a, "withcoord"):
-			withCoord = true
-		case eq(a, "any"):
-			any = true
-		case eq(a, "asc"):
-			sortDir = 1
-		case eq(a, "desc"):
-			sortDir = -1
-		case eq(a, "count") && rem > 1:
-			n, ok := parseInt(args[i+1])
-			if !ok {
-				c.errNotInteger()
-				return
-			}
-			if n <= 0 {
-				c.err("ERR COUNT must be > 0")
-				return
-			}
-			count = n
-			i++
-		case (eq(a, "store") || eq(a, "storedist")) && rem > 1 && flags&geoNoStore == 0 && !search:
-			storeKey = args[i+1]
-			storeDist = len(a) == 9
-			i++
-		case eq(a, "storedist") && search && flags&geoSearchStore != 0:
-			storeDist = true
-		case eq(a, "frommember") && rem > 1 && search && !fromLoc:
-			fromMember = true
-			if z != nil {
-				s, found := z.Score(args[i+1])
-				if !found {
-					c.err("ERR could not decode requested zset member")
-					return
-				}
-				shape.Lon, shape.Lat = geohash.Decode(s)
-			}
-			i++
-		case eq(a, "fromlonlat") && rem > 2 && search && !fromMember:
-			if shape.Lon, shape.Lat, ok = parseLonLat(c, args[i+1:i+3]); !ok {
-				return
-			}
-			fromLoc = true
-			i += 2
-		case eq(a, "byradius") && rem > 2 && search && !byBox:
-			if !parseGeoRadius(c, args[i+1:i+3], &shape) {
-				return
-			}
-			byRadius = true
-			i += 2
-		case eq(a, "bybox") && rem > 3 && search && !byRadius:
-			w, ok := parseGeoNumber(c, args[i+1], "width")
-			if !ok {
-				return
-			}
-			h, ok := parseGeoNumber(c, args[i+2], "height")
-			if !ok {
-				return
-			}
-			if h < 0 || w < 0 {
-				c.err("ERR height or width cannot be negative")
-				return
-			}
-			if shape.Conv, ok = parseGeoUnit(c, args[i+3]); !ok {
-				return
-			}
-			shape.Box, shape.Width, shape.Height = true, w, h
-			byBox = true
-			i += 3
-		default:
-			c.errSyntax()
-			return
+		n, ok := q.parseOption(c, args, i, flags, z)
+		if !ok {
+			return q, false
 		}
+		i += n
 	}
-	if storeKey != nil && (withDist || withHash || withCoord) {
+	return q, q.check(c, args[0], flags)
+}
+
+// centreAt puts the shape's centre on member's position.
+func (q *geoQuery) centreAt(c *Client, z *types.ZSet, member []byte) bool {
+	s, found := z.Score(member)
+	if !found {
+		c.err("ERR could not decode requested zset member")
+		return false
+	}
+	q.shape.Lon, q.shape.Lat = geohash.Decode(s)
+	return true
+}
+
+// parseOption parses the option at args[i] and returns how many
+// arguments after it it took.
+func (q *geoQuery) parseOption(c *Client, args [][]byte, i, flags int, z *types.ZSet) (int, bool) {
+	rem := len(args) - i // arguments from i on
+	search := flags&geoSearchCmd != 0
+	switch a := args[i]; {
+	case eq(a, "withdist"):
+		q.withDist = true
+	case eq(a, "withhash"):
+		q.withHash = true
+	case eq(a, "withcoord"):
+		q.withCoord = true
+	case eq(a, "any"):
+		q.any = true
+	case eq(a, "asc"):
+		q.sortDir = 1
+	case eq(a, "desc"):
+		q.sortDir = -1
+	case eq(a, "count") && rem > 1:
+		n, ok := parseInt(args[i+1])
+		if !ok {
+			c.errNotInteger()
+			return 0, false
+		}
+		if n <= 0 {
+			c.err("ERR COUNT must be > 0")
+			return 0, false
+		}
+		q.count = n
+		return 1, true
+	case (eq(a, "store") || eq(a, "storedist")) && rem > 1 && flags&geoNoStore == 0 && !search:
+		q.storeKey = args[i+1]
+		q.storeDist = len(a) == 9
+		return 1, true
+	case eq(a, "storedist") && search && flags&geoSearchStore != 0:
+		q.storeDist = true
+	case search:
+		return q.parseSearchOption(c, args, i, z)
+	default:
+		c.errSyntax()
+		return 0, false
+	}
+	return 0, true
+}
+
+// parseSearchOption parses GEOSEARCH's FROMMEMBER, FROMLONLAT, BYRADIUS
+// and BYBOX.
+func (q *geoQuery) parseSearchOption(c *Client, args [][]byte, i int, z *types.ZSet) (int, bool) {
+	rem := len(args) - i
+	var ok bool
+	switch a := args[i]; {
+	case eq(a, "frommember") && rem > 1 && !q.fromLoc:
+		q.fromMember = true
+		if z != nil && !q.centreAt(c, z, args[i+1]) {
+			return 0, false
+		}
+		return 1, true
+	case eq(a, "fromlonlat") && rem > 2 && !q.fromMember:
+		if q.shape.Lon, q.shape.Lat, ok = parseLonLat(c, args[i+1:i+3]); !ok {
+			return 0, false
+		}
+		q.fromLoc = true
+		return 2, true
+	case eq(a, "byradius") && rem > 2 && !q.byBox:
+		if !parseGeoRadius(c, args[i+1:i+3], &q.shape) {
+			return 0, false
+		}
+		q.byRadius = true
+		return 2, true
+	case eq(a, "bybox") && rem > 3 && !q.byRadius:
+		w, ok := parseGeoNumber(c, args[i+1], "width")
+		if !ok {
+			return 0, false
+		}
+		h, ok := parseGeoNumber(c, args[i+2], "height")
+		if !ok {
+			return 0, false
+		}
+		if h < 0 || w < 0 {
+			c.err("ERR height or width cannot be negative")
+			return 0, false
+		}
+		if q.shape.Conv, ok = parseGeoUnit(c, args[i+3]); !ok {
+			return 0, false
+		}
+		q.shape.Box, q.shape.Width, q.shape.Height = true, w, h
+		q.byBox = true
+		return 3, true
+	}
+	c.errSyntax()
+	return 0, false
+}
+
+// check rejects option combinations Redis rejects, with its errors, and
+// settles the order: COUNT without ANY sorts ascending.
+func (q *geoQuery) check(c *Client, name []byte, flags int) bool {
+	search := flags&geoSearchCmd != 0
+	switch {
+	case q.storeKey != nil && (q.withDist || q.withHash || q.withCoord):
 		if flags&geoSearchStore != 0 {
 			c.err("ERR GEOSEARCHSTORE is not compatible with WITHDIST, WITHHASH and WITHCOORD options")
 		} else {
 			c.err("ERR STORE option in GEORADIUS is not compatible with WITHDIST, WITHHASH and WITHCOORD options")
 		}
-		return
-	}
-	if search && !fromMember && !fromLoc {
-		c.err("ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for " + string(args[0]))
-		return
-	}
-	if search && !byRadius && !byBox {
-		c.err("ERR exactly one of BYRADIUS and BYBOX can be specified for " + string(args[0]))
-		return
-	}
-	if any && count == 0 {
+		return false
+	case search && !q.fromMember && !q.fromLoc:
+		c.err("ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for " + string(name))
+		return false
+	case search && !q.byRadius && !q.byBox:
+		c.err("ERR exactly one of BYRADIUS and BYBOX can be specified for " + string(name))
+		return false
+	case q.any && q.count == 0:
 		c.err("ERR the ANY argument requires COUNT argument")
+		return false
+	}
+	return true
+}
+
+// replyNoKey answers a search of a missing key: nothing found, and a
+// STORE destination deleted.
+func (q *geoQuery) replyNoKey(c *Client) {
+	if q.storeKey == nil {
+		c.array(0)
 		return
 	}
-	if z == nil {
-		if storeKey != nil {
-			sh, h := c.srv.store.ShardOf(storeKey)
-			if e, found := sh.Lookup(c.db, h, storeKey, now()); found {
-				sh.DB(c.db).Delete(&e)
-				c.notify(kseGeneric, "del", storeKey)
-			}
-			c.int(0)
-		} else {
-			c.array(0)
-		}
-		return
+	sh, h := c.srv.store.ShardOf(q.storeKey)
+	if e, found := sh.Lookup(c.db, h, q.storeKey, now()); found {
+		sh.DB(c.db).Delete(&e)
+		c.notify(kseGeneric, "del", q.storeKey)
 	}
-	if count != 0 && sortDir == 0 && !any {
+	c.int(0)
+}
+
+// search returns the members of z within the shape, sorted and cut to
+// COUNT as asked (with ANY, the search stops at COUNT found).
+func (q *geoQuery) search(z *types.ZSet) []geoPoint {
+	sortDir := q.sortDir
+	if q.count != 0 && sortDir == 0 && !q.any {
 		sortDir = 1
 	}
 	limit := int64(0)
-	if any {
-		limit = count
+	if q.any {
+		limit = q.count
 	}
 	var pts []geoPoint
-	for _, r := range shape.Ranges() {
+	for _, r := range q.shape.Ranges() {
 		if limit > 0 && int64(len(pts)) >= limit {
 			break
 		}
 		z.RangeByScore(types.ScoreBound{Value: float64(r[0])}, types.ScoreBound{Value: float64(r[1]), Excl: true}, false, 0, -1,
 			func(m []byte, s float64) bool {
-				if lon, lat, dist, in := shape.Within(s); in {
+				if lon, lat, dist, in := q.shape.Within(s); in {
 					pts = append(pts, geoPoint{member: slices.Clone(m), lon: lon, lat: lat, dist: dist, score: s})
 				}
 				return limit == 0 || int64(len(pts)) < limit
 			})
 	}
-	if len(pts) == 0 && storeKey == nil {
-		c.array(0)
-		return
-	}
 	n := len(pts)
-	if count != 0 && int64(n) > count {
-		n = int(count)
+	if q.count != 0 && int64(n) > q.count {
+		n = int(q.count)
 	}
 	switch sortDir {
 	case 1:
@@ -454,25 +521,31 @@ func geoSearch(c *Client, args [][]byte, src int, flags int) {
 	case -1:
 		slices.SortStableFunc(pts, func(a, b geoPoint) int { return cmpFloat(b.dist, a.dist) })
 	}
-	pts = pts[:n]
-	if storeKey != nil {
-		ms := make([]types.ZMember, len(pts))
-		for i, p := range pts {
-			ms[i] = types.ZMember{Member: p.member, Score: p.score}
-			if storeDist {
-				ms[i].Score = p.dist / shape.Conv
-			}
+	return pts[:n]
+}
+
+// store writes the points as a sorted set at the STORE key (scored by
+// position, or by distance with STOREDIST) and replies their number.
+func (q *geoQuery) store(c *Client, pts []geoPoint, flags int) {
+	ms := make([]types.ZMember, len(pts))
+	for i, p := range pts {
+		ms[i] = types.ZMember{Member: p.member, Score: p.score}
+		if q.storeDist {
+			ms[i].Score = p.dist / q.shape.Conv
 		}
-		ev := "georadiusstore"
-		if flags&geoSearchCmd != 0 {
-			ev = "geosearchstore"
-		}
-		c.storeZMembers(storeKey, ms, ev)
-		c.int(int64(len(pts)))
-		return
 	}
+	ev := "georadiusstore"
+	if flags&geoSearchCmd != 0 {
+		ev = "geosearchstore"
+	}
+	c.storeZMembers(q.storeKey, ms, ev)
+	c.int(int64(len(pts)))
+}
+
+// reply sends the points, each with the WITH... details asked.
+func (q *geoQuery) reply(c *Client, pts []geoPoint) {
 	opts := 0
-	for _, on := range []bool{withDist, withHash, withCoord} {
+	for _, on := range []bool{q.withDist, q.withHash, q.withCoord} {
 		if on {
 			opts++
 		}
@@ -483,13 +556,13 @@ func geoSearch(c *Client, args [][]byte, src int, flags int) {
 			c.array(opts + 1)
 		}
 		c.bulk(p.member)
-		if withDist {
-			c.bulk(appendDistance(nil, p.dist/shape.Conv))
+		if q.withDist {
+			c.bulk(appendDistance(nil, p.dist/q.shape.Conv))
 		}
-		if withHash {
+		if q.withHash {
 			c.int(int64(p.score))
 		}
-		if withCoord {
+		if q.withCoord {
 			c.array(2)
 			c.coord(p.lon)
 			c.coord(p.lat)

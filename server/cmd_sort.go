@@ -110,63 +110,100 @@ func sortScore(b []byte) (float64, bool) {
 	return f, true
 }
 
-func sortGeneric(c *Client, args [][]byte, readonly bool) {
-	desc, alpha, dontsort := false, false, false
-	limitStart, limitCount := int64(0), int64(-1)
-	var sortBy, storeKey []byte
-	var gets [][]byte
-	patterns := false
+// sortOpts are SORT's options as parsed.
+type sortOpts struct {
+	desc, alpha, dontsort  bool
+	limitStart, limitCount int64
+	sortBy, storeKey       []byte
+	gets                   [][]byte
+	patterns               bool // BY or GET read other keys: every shard is locked
+}
+
+// parseSortOpts parses SORT's options (args[2:]), replying the error when
+// they are bad.
+func parseSortOpts(c *Client, args [][]byte, readonly bool) (o sortOpts, ok bool) {
+	o.limitCount = -1
 	for j := 2; j < len(args); j++ {
 		left := len(args) - j - 1
 		switch a := args[j]; {
 		case eq(a, "asc"):
-			desc = false
+			o.desc = false
 		case eq(a, "desc"):
-			desc = true
+			o.desc = true
 		case eq(a, "alpha"):
-			alpha = true
+			o.alpha = true
 		case eq(a, "limit") && left >= 2:
 			var ok1, ok2 bool
-			limitStart, ok1 = parseInt(args[j+1])
+			o.limitStart, ok1 = parseInt(args[j+1])
 			if ok1 {
-				limitCount, ok2 = parseInt(args[j+2])
+				o.limitCount, ok2 = parseInt(args[j+2])
 			}
 			if !ok1 || !ok2 {
 				c.errNotInteger()
-				return
+				return o, false
 			}
 			j += 2
 		case !readonly && eq(a, "store") && left >= 1:
-			storeKey = args[j+1]
+			o.storeKey = args[j+1]
 			j++
 		case eq(a, "by") && left >= 1:
-			sortBy = args[j+1]
-			if bytes.IndexByte(sortBy, '*') < 0 {
-				dontsort = true
+			o.sortBy = args[j+1]
+			if bytes.IndexByte(o.sortBy, '*') < 0 {
+				o.dontsort = true
 			} else {
-				patterns = true
+				o.patterns = true
 			}
 			j++
 		case eq(a, "get") && left >= 1:
-			gets = append(gets, args[j+1])
+			o.gets = append(o.gets, args[j+1])
 			if !(len(args[j+1]) == 1 && args[j+1][0] == '#') {
-				patterns = true
+				o.patterns = true
 			}
 			j++
 		default:
 			c.errSyntax()
-			return
+			return o, false
 		}
 	}
-	var set *shard.Set
-	if patterns {
-		set = c.lockAll()
-	} else if storeKey != nil {
-		set = c.lockKeys([][]byte{args[1], storeKey})
-	} else {
-		set = c.lockKeys(args[1:2])
+	return o, true
+}
+
+// lock locks what the sort reads and writes: every shard when patterns
+// name other keys, else the source and the STORE destination.
+func (o *sortOpts) lock(c *Client, key []byte) *shard.Set {
+	switch {
+	case o.patterns:
+		return c.lockAll()
+	case o.storeKey != nil:
+		return c.lockKeys([][]byte{key, o.storeKey})
 	}
-	defer c.unlock(set)
+	return c.lockKeys([][]byte{key})
+}
+
+// window is LIMIT applied to n elements: the first and last rank picked
+// (end < start: none).
+func (o *sortOpts) window(n int64) (start, end int64) {
+	start = min(max(o.limitStart, 0), n)
+	limitCount := min(max(o.limitCount, -1), n)
+	end = n - 1
+	if limitCount >= 0 {
+		end = start + limitCount - 1
+	}
+	if start >= n {
+		start, end = n-1, n-2
+	}
+	if end >= n {
+		end = n - 1
+	}
+	return start, end
+}
+
+func sortGeneric(c *Client, args [][]byte, readonly bool) {
+	o, ok := parseSortOpts(c, args, readonly)
+	if !ok {
+		return
+	}
+	defer c.unlock(o.lock(c, args[1]))
 	t := now()
 	sh, h := c.srv.store.ShardOf(args[1])
 	e, found := sh.Lookup(c.db, h, args[1], t)
@@ -181,160 +218,175 @@ func sortGeneric(c *Client, args [][]byte, readonly bool) {
 			return
 		}
 	}
-	if dontsort && typ == shard.TypeSet && (storeKey != nil || c.sess.inScript) {
+	if o.dontsort && typ == shard.TypeSet && (o.storeKey != nil || c.sess.inScript) {
 		// A set's own order is not deterministic: replicas and scripts
 		// need a sorted result.
-		dontsort, alpha, sortBy = false, true, nil
-	}
-	n := int64(0)
-	if found {
-		switch typ {
-		case shard.TypeList:
-			n = int64(e.Obj().(*types.List).Len())
-		case shard.TypeSet:
-			n = int64(e.Obj().(*types.Set).Len())
-		case shard.TypeZSet:
-			n = int64(e.Obj().(*types.ZSet).Len())
-		}
-	}
-	start := min(max(limitStart, 0), n)
-	limitCount = min(max(limitCount, -1), n)
-	end := n - 1
-	if limitCount >= 0 {
-		end = start + limitCount - 1
-	}
-	if start >= n {
-		start, end = n-1, n-2
-	}
-	if end >= n {
-		end = n - 1
+		o.dontsort, o.alpha, o.sortBy = false, true, nil
 	}
 	var items []sortItem
-	add := func(v []byte) bool {
-		items = append(items, sortItem{val: slices.Clone(v)})
-		return true
-	}
+	start, end := int64(0), int64(-1)
 	if found {
-		switch obj := e.Obj().(type) {
-		case *types.List:
-			if dontsort {
-				// The list's own order (reversed for DESC), LIMIT applied
-				// while reading.
-				if end >= start {
-					if desc {
-						obj.Range(-1-end, -1-start, add)
-						slices.Reverse(items)
-					} else {
-						obj.Range(start, end, add)
-					}
-					end -= start
-					start = 0
-				}
-			} else {
-				obj.Iterate(add)
-			}
-		case *types.Set:
-			obj.Iterate(add)
-		case *types.ZSet:
-			if dontsort {
-				if end >= start {
-					obj.RangeByRank(start, end, desc, func(m []byte, _ float64) bool { return add(m) })
-					end -= start
-					start = 0
-				}
-			} else {
-				obj.Iterate(func(m []byte, _ float64) bool { return add(m) })
-			}
-		}
+		items, start, end = o.collect(e.Obj())
 	}
-	if !dontsort {
-		convErr := false
-		for i := range items {
-			it := &items[i]
-			w := it.val
-			if sortBy != nil {
-				v, ok := sortLookup(c, sortBy, it.val, t)
-				if !ok {
-					continue
-				}
-				w = v
-			}
-			if alpha {
-				if sortBy != nil {
-					it.cmp, it.hasCmp = slices.Clone(w), true
-				}
-				continue
-			}
-			f, ok := sortScore(w)
-			if !ok {
-				convErr = true
-			}
-			it.score = f
-		}
-		if convErr {
+	if !o.dontsort {
+		if !o.weigh(c, items, t) {
 			c.err("ERR One or more scores can't be converted into double")
 			return
 		}
-		byPattern := sortBy != nil
-		slices.SortStableFunc(items, func(a, b sortItem) int {
-			var r int
-			switch {
-			case !alpha:
-				r = cmpFloat(a.score, b.score)
-				if r == 0 {
-					r = bytes.Compare(a.val, b.val)
-				}
-			case byPattern:
-				switch {
-				case !a.hasCmp && !b.hasCmp:
-					r = 0
-				case !a.hasCmp:
-					r = -1
-				case !b.hasCmp:
-					r = 1
-				default:
-					r = bytes.Compare(a.cmp, b.cmp)
-				}
-			default:
-				r = bytes.Compare(a.val, b.val)
-			}
-			if desc {
-				return -r
-			}
-			return r
-		})
+		o.sort(items)
 	}
 	count := max(end-start+1, 0)
 	var picked []sortItem
 	if count > 0 {
 		picked = items[start : start+count]
 	}
-	outLen := count
-	if len(gets) > 0 {
-		outLen = int64(len(gets)) * count
-	}
-	if storeKey == nil {
-		c.array(int(outLen))
-		for _, it := range picked {
-			if len(gets) == 0 {
-				c.bulk(it.val)
-			}
-			for _, g := range gets {
-				if v, ok := sortLookup(c, g, it.val, t); ok {
-					c.bulk(v)
-				} else {
-					c.null()
-				}
-			}
-		}
+	if o.storeKey == nil {
+		o.reply(c, picked, t)
 		return
 	}
+	o.store(c, picked, t)
+}
+
+// collect copies the elements of obj (a list, set or sorted set) to sort,
+// and returns the window of them to pick. Without sorting, only the window
+// is read, in the collection's own order (reversed for DESC).
+func (o *sortOpts) collect(obj any) (items []sortItem, start, end int64) {
+	add := func(v []byte) bool {
+		items = append(items, sortItem{val: slices.Clone(v)})
+		return true
+	}
+	switch obj := obj.(type) {
+	case *types.List:
+		start, end = o.window(int64(obj.Len()))
+		if !o.dontsort {
+			obj.Iterate(add)
+			break
+		}
+		if end >= start {
+			if o.desc {
+				obj.Range(-1-end, -1-start, add)
+				slices.Reverse(items)
+			} else {
+				obj.Range(start, end, add)
+			}
+			start, end = 0, end-start
+		}
+	case *types.Set:
+		start, end = o.window(int64(obj.Len()))
+		obj.Iterate(add)
+	case *types.ZSet:
+		start, end = o.window(int64(obj.Len()))
+		if !o.dontsort {
+			obj.Iterate(func(m []byte, _ float64) bool { return add(m) })
+			break
+		}
+		if end >= start {
+			obj.RangeByRank(start, end, o.desc, func(m []byte, _ float64) bool { return add(m) })
+			start, end = 0, end-start
+		}
+	}
+	return items, start, end
+}
+
+// weigh gives every item its weight: itself or what BY reads for it, as a
+// number (false: one is not a number) or, with ALPHA and BY, as bytes.
+func (o *sortOpts) weigh(c *Client, items []sortItem, t int64) bool {
+	convErr := false
+	for i := range items {
+		it := &items[i]
+		w := it.val
+		if o.sortBy != nil {
+			v, ok := sortLookup(c, o.sortBy, it.val, t)
+			if !ok {
+				continue
+			}
+			w = v
+		}
+		if o.alpha {
+			if o.sortBy != nil {
+				it.cmp, it.hasCmp = slices.Clone(w), true
+			}
+			continue
+		}
+		f, ok := sortScore(w)
+		if !ok {
+			convErr = true
+		}
+		it.score = f
+	}
+	return !convErr
+}
+
+// sort orders the weighed items (stable, as Redis's sort of equal weights
+// by the element).
+func (o *sortOpts) sort(items []sortItem) {
+	alpha, desc, byPattern := o.alpha, o.desc, o.sortBy != nil
+	slices.SortStableFunc(items, func(a, b sortItem) int {
+		var r int
+		switch {
+		case !alpha:
+			r = cmpFloat(a.score, b.score)
+			if r == 0 {
+				r = bytes.Compare(a.val, b.val)
+			}
+		case byPattern:
+			switch {
+			case !a.hasCmp && !b.hasCmp:
+				r = 0
+			case !a.hasCmp:
+				r = -1
+			case !b.hasCmp:
+				r = 1
+			default:
+				r = bytes.Compare(a.cmp, b.cmp)
+			}
+		default:
+			r = bytes.Compare(a.val, b.val)
+		}
+		if desc {
+			return -r
+		}
+		return r
+	})
+}
+
+// outLen is the number of values picked items give: one each, or one per
+// GET pattern.
+func (o *sortOpts) outLen(picked []sortItem) int64 {
+	if len(o.gets) > 0 {
+		return int64(len(o.gets) * len(picked))
+	}
+	return int64(len(picked))
+}
+
+// reply sends the picked items, or what the GET patterns read for them
+// (a missing one as a null).
+func (o *sortOpts) reply(c *Client, picked []sortItem, t int64) {
+	c.array(int(o.outLen(picked)))
+	for _, it := range picked {
+		if len(o.gets) == 0 {
+			c.bulk(it.val)
+		}
+		for _, g := range o.gets {
+			if v, ok := sortLookup(c, g, it.val, t); ok {
+				c.bulk(v)
+			} else {
+				c.null()
+			}
+		}
+	}
+}
+
+// store writes the picked items (or what the GET patterns read, a missing
+// one as "") as a list at STORE's key and replies its length.
+func (o *sortOpts) store(c *Client, picked []sortItem, t int64) {
+	outLen := o.outLen(picked)
 	vals := make([][]byte, 0, outLen)
 	for _, it := range picked {
-		if len(gets) == 0 {
+		if len(o.gets) == 0 {
 			vals = append(vals, it.val)
 		}
-		for _, g := range gets {
+		for _, g := range o.gets {
 			v, _ := sortLookup(c, g, it.val, t)
 			vals = append(vals, slices.Clone(v)) // missing: ""
 		}
@@ -343,6 +395,6 @@ func sortGeneric(c *Client, args [][]byte, readonly bool) {
 	if len(vals) > 0 {
 		l.PushBack(w, c.lim(), vals...)
 	}
-	c.storeColl(storeKey, shard.TypeList, l, l.Len(), kseList, "sortstore")
+	c.storeColl(o.storeKey, shard.TypeList, l, l.Len(), kseList, "sortstore")
 	c.int(outLen)
 }

@@ -117,7 +117,7 @@ func LoadWith(st *shard.Store, r io.Reader, name string, lo LoadOptions) (Stats,
 			maxKeys = uint64(fi.Size()) / 3 // a key record takes at least 3 bytes
 		}
 	}
-	opt := rdb.Options{Reuse: true, ResizeDB: func(db int, keys, expires uint64) {
+	opt := rdb.Options{Reuse: true, Listpacks: true, ResizeDB: func(db int, keys, expires uint64) {
 		l.reserve(db, min(keys, maxKeys), min(expires, keys, maxKeys))
 	}}
 	in := r

@@ -484,7 +484,7 @@ func loadShardFile(l *loader, name string, nf NativeFile, lo LoadOptions) error 
 	br := block.NewReader(cf, name)
 	defer br.Close()
 	p := l.producer()
-	if _, err := rdb.LoadWith(br, name, rdb.Options{Reuse: true},
+	if _, err := rdb.LoadWith(br, name, rdb.Options{Reuse: true, Listpacks: true},
 		func(e *rdb.Entry) error { return p.add(e, name) }); err != nil {
 		return err
 	}

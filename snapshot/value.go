@@ -44,7 +44,11 @@ func ValueWith(e *rdb.Entry, lim *types.Limits) (shard.Value, error) {
 		}
 	case rdb.Set:
 		v.Type = shard.TypeSet
-		if len(e.Set) > 0 {
+		if e.Listpack != nil { // lpvalue.go
+			if s := setFromListpack(e.Listpack, e.ListpackLen, lim); s != nil {
+				v.Obj = s
+			}
+		} else if len(e.Set) > 0 {
 			s, w := types.NewSetSized(e.Set[0], len(e.Set), lim)
 			for _, m := range e.Set {
 				s.Add(w, m, lim)
@@ -53,7 +57,11 @@ func ValueWith(e *rdb.Entry, lim *types.Limits) (shard.Value, error) {
 		}
 	case rdb.Hash:
 		v.Type = shard.TypeHash
-		if len(e.Hash) > 0 {
+		if e.Listpack != nil { // lpvalue.go
+			if h := hashFromListpack(e.Listpack, e.ListpackLen, lim); h != nil {
+				v.Obj = h
+			}
+		} else if len(e.Hash) > 0 {
 			h, w := types.NewHashSized(len(e.Hash), lim)
 			for _, fv := range e.Hash {
 				h.Set(w, fv[0], fv[1], lim)
@@ -64,11 +72,13 @@ func ValueWith(e *rdb.Entry, lim *types.Limits) (shard.Value, error) {
 	case rdb.ZSet:
 		v.Type = shard.TypeZSet
 		if len(e.ZSet) > 0 {
-			maxLen := 0
+			maxLen, size := 0, 0
 			for _, m := range e.ZSet {
 				maxLen = max(maxLen, len(m.Member))
+				size += types.ZSetEntrySize(len(m.Member))
 			}
 			z, w := types.NewZSetSized(len(e.ZSet), maxLen, lim)
+			z.Reserve(w, size)
 			for _, m := range e.ZSet {
 				if _, _, err := z.Add(w, m.Member, m.Score, 0, lim); err != nil {
 					return v, fmt.Errorf("member %q: %v", m.Member, err)

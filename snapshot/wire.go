@@ -433,7 +433,7 @@ func loadSyncStream(l *loader, s *syncStream, name string) error {
 	defer br.Close()
 	defer func() { _, _ = io.Copy(io.Discard, s) }()
 	p := l.producer()
-	if _, err := rdb.LoadWith(br, name, rdb.Options{Reuse: true}, func(e *rdb.Entry) error { return p.add(e, name) }); err != nil {
+	if _, err := rdb.LoadWith(br, name, rdb.Options{Reuse: true, Listpacks: true}, func(e *rdb.Entry) error { return p.add(e, name) }); err != nil {
 		return err
 	}
 	if n, err := io.Copy(io.Discard, br); err != nil || n != 0 {

@@ -7,9 +7,11 @@
 //
 // The reader (Load, Restore) frames every record itself (offsets, lengths,
 // checksum, limits on allocations) and hands the validated record bytes to
-// github.com/hdt3213/rdb's decoder, which decodes the values (ziplists,
-// listpacks, intsets, quicklists, ...). Streams are parsed here instead and
-// their node listpacks passed on as they are (stream.go). Plain string
+// github.com/hdt3213/rdb's decoder, which decodes the old encodings
+// (ziplists, intsets, zipmaps, linked lists, ...). Values in listpack
+// encodings are validated and decoded here, once, with package listpack
+// (lpload.go), and streams parsed here with their node listpacks passed on
+// as they are (stream.go). Plain string
 // records and AUX fields, the bulk of most files, it decodes itself too
 // (fast.go: in place in the input buffer when a record lies in it whole;
 // lzf.go), so loading strings allocates nothing per key with Options.Reuse.

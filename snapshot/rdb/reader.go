@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"time"
 
-	"github.com/damselflydb/damselfly/listpack"
 	"github.com/hdt3213/rdb/core"
 	"github.com/hdt3213/rdb/model"
 )
@@ -72,6 +70,12 @@ type Entry struct {
 	// MCFlags are the memcached client flags an AuxMCFlags field right
 	// before the key carried (Damselfly's extension); 0 = none.
 	MCFlags uint32
+	// Listpack is, with Options.Listpacks, a hash's (field, value, ...) or
+	// a set's listpack as the file stores it, checked whole by
+	// listpack.Validate, in fresh memory; ListpackLen is its element count.
+	// Hash or Set is then nil: the caller decodes it (lpload.go).
+	Listpack    []byte
+	ListpackLen int
 }
 
 // Expired reports whether the key has expired at nowMs (Unix ms).
@@ -145,6 +149,10 @@ type Options struct {
 	// BufSize is the read buffer's size (default 64 KiB); a caller reading
 	// a small payload from memory (RESTORE) passes its length.
 	BufSize int
+	// Listpacks hands hashes and sets stored as listpacks over undecoded,
+	// as Entry.Listpack, for a caller that builds its own structures from
+	// them in one pass (snapshot.ValueWith).
+	Listpacks bool
 
 	slowStrings bool // tests: decode strings with github.com/hdt3213/rdb too
 }
@@ -152,8 +160,9 @@ type Options struct {
 // LoadWith is Load with options.
 //
 // Plain string keys (the bulk of most dumps) are decoded by the framing
-// reader itself, straight from its buffers (LZF into a reused buffer); the
-// other types go through github.com/hdt3213/rdb's decoder.
+// reader itself, straight from its buffers (LZF into a reused buffer), and
+// so are values in listpack encodings and streams; the old encodings go
+// through github.com/hdt3213/rdb's decoder.
 func LoadWith(r io.Reader, name string, opt Options, fn func(e *Entry) error) (Info, error) {
 	info := Info{Aux: map[string]string{}}
 	bufSize := 64 << 10
@@ -224,13 +233,8 @@ func (s *skimmer) convert(o model.RedisObject) (*Entry, error) {
 		for i, z := range obj.Entries {
 			e.ZSet[i] = ZMember{Member: []byte(z.Member), Score: z.Score}
 		}
-	case *model.StreamObject:
-		v, err := s.nextStream()
-		if err != nil {
-			return nil, err
-		}
-		e.Type, e.Stream = Stream, v
-	default:
+	default: // streams and listpack values are decoded by the skimmer
+
 		return nil, fmt.Errorf("unexpected decoded object %T", o)
 	}
 	return e, nil
@@ -275,7 +279,6 @@ type skimmer struct {
 	lpBuf      []byte // decoded listpack value being validated (lpcheck.go)
 	entry      Entry  // reused for strings with Options.Reuse
 
-	streams []*StreamValue // parsed streams not yet matched by convert
 }
 
 // emit counts e and hands it to fn.
@@ -759,7 +762,7 @@ func (s *skimmer) keyRecord(op byte, off int64, start int) (skimStep, error) {
 		s.startKey()
 		return stepReadOn, nil
 	}
-	return stepReturn, s.value(op, start)
+	return stepReturn, s.value(op)
 }
 
 // aux reads an AUX field (opcode at off): Damselfly's memcached flags for
@@ -897,8 +900,10 @@ func (s *skimmer) strings(n uint64, what string) error {
 	return nil
 }
 
-// value frames the value of type typ, whose type byte is at s.rec[typeAt].
-func (s *skimmer) value(typ byte, typeAt int) error {
+// value frames the value of type typ (its type byte and key just read):
+// the old encodings for the decoder, listpack values and streams decoded
+// and handed out here.
+func (s *skimmer) value(typ byte) error {
 	if s.valkey && typ > typeHashMetaPreGA {
 		return s.errorf(s.keyOff, "key %q: value type %d is not one of Valkey 9's (RDB_TYPE_HASH_2 = 22 is the last)", s.key, typ)
 	}
@@ -906,17 +911,8 @@ func (s *skimmer) value(typ byte, typeAt int) error {
 	case typeString, typeHashZipmap, typeListZiplist, typeZSetZiplist, typeHashZiplist:
 		_, err := s.str("value", false)
 		return err
-	case typeSetListpack:
-		return s.listpackValue("value", 1) // lpcheck.go
-	case typeHashListpack, typeZSetListpack:
-		return s.listpackValue("value", 2)
-	case typeHashLpExPreGA:
-		return s.listpackValue("value", 3)
-	case typeHashLpEx:
-		if _, err := s.read(8, "hash min expire"); err != nil {
-			return err
-		}
-		return s.listpackValue("value", 3)
+	case typeSetListpack, typeHashListpack, typeZSetListpack, typeHashLpExPreGA, typeHashLpEx, typeListQuicklist2:
+		return s.lpValue(typ) // lpload.go: decoded and handed out here
 	case typeList, typeSet, typeListQuicklist:
 		n, err := s.count("element count")
 		if err != nil {
@@ -933,15 +929,13 @@ func (s *skimmer) value(typ byte, typeAt int) error {
 		return s.zsetValue(typ)
 	case typeSetIntset:
 		return s.intsetValue()
-	case typeListQuicklist2:
-		return s.quicklist2Value()
 	case typeHashMetaPreGA, typeHashMeta:
 		if s.valkey {
 			return s.valkeyHash2Value()
 		}
 		return s.hashMetaValue(typ)
 	case typeStreamListpacks, typeStreamListpacks2, typeStreamListpacks3:
-		return s.stream(typ, typeAt)
+		return s.stream(typ)
 	case typeModule:
 		return s.errorf(s.keyOff, "key %q: module type v1 values cannot be loaded", s.key)
 	}
@@ -993,60 +987,6 @@ func (s *skimmer) intsetValue() error {
 	if (w != 2 && w != 4 && w != 8) || 8+w*n != uint64(len(b)) {
 		return s.errorf(off, "corrupt intset (encoding %d, %d members, %d bytes)", w, n, len(b))
 	}
-	return nil
-}
-
-// quicklist2Value reads a QUICKLIST_2 list: packed nodes as they are,
-// plain nodes rewritten as one-entry listpacks.
-func (s *skimmer) quicklist2Value() error {
-	n, err := s.count("quicklist node count")
-	if err != nil {
-		return err
-	}
-	for range n {
-		off := s.off
-		c, err := s.count("quicklist container")
-		if err != nil {
-			return err
-		}
-		switch c {
-		case quicklistNodePacked:
-			if err := s.listpackValue("quicklist node", 1); err != nil { // lpcheck.go
-				return err
-			}
-		case quicklistNodePlain:
-			if err := s.quicklistPlainNode(off); err != nil {
-				return err
-			}
-		default:
-			return s.errorf(off, "bad quicklist container %d", c)
-		}
-	}
-	return nil
-}
-
-// quicklistPlainNode reads a PLAIN node (its container byte at off, just
-// read) and hands the decoder a packed one-entry listpack node instead:
-// hdt3213/rdb v1.3.2 panics on PLAIN nodes (its memory profiler indexes
-// listpack details per node).
-func (s *skimmer) quicklistPlainNode(off int64) error {
-	at := len(s.rec)
-	elem, err := s.str("quicklist plain node", true)
-	if err != nil {
-		return err
-	}
-	if len(elem) > math.MaxUint32-64 {
-		return s.errorf(off, "quicklist plain node of %d bytes not supported", len(elem))
-	}
-	var lp listpack.Builder
-	lp.Reset()
-	lp.AppendString(elem)
-	node := lp.Finish()
-	s.cut(at - 1) // drop the container byte too (it is 1 byte)
-	s.rec = appendLength(s.rec, quicklistNodePacked)
-	s.rec = appendLength(s.rec, uint64(len(node)))
-	s.rec = append(s.rec, node...)
-	s.crcd = len(s.rec) // not in the file
 	return nil
 }
 

@@ -3,7 +3,6 @@ package rdb
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/damselflydb/damselfly/listpack"
@@ -16,10 +15,8 @@ import (
 // (losing the order of fields and repeated field names) and drops nothing
 // else we need, but costs a map per entry. The skimmer reads the record,
 // keeps the node listpacks as they are (Redis's own bytes; the shard's stream
-// type validates and adopts them) and hands the decoder an empty stream of
-// type 15 under the same key, so that the decoder still does the key's
-// bookkeeping (database, expiry, order); the parsed value is matched back to
-// the decoded key in file order.
+// type validates and adopts them) and hands the Entry to fn itself, as it
+// does strings and listpack values (lpload.go): the decoder never sees it.
 
 // StreamID is a stream entry ID.
 type StreamID struct{ Ms, Seq uint64 }
@@ -69,14 +66,8 @@ type StreamValue struct {
 	Groups       []StreamGroup
 }
 
-// emptyStream15 is the value handed to the decoder in place of a stream:
-// no nodes, length 0, last ID 0-0, no groups.
-var emptyStream15 = []byte{0, 0, 0, 0, 0}
-
-// stream parses a stream value of type typ whose type byte is at
-// s.rec[typeAt] and queues it for convert.
-func (s *skimmer) stream(typ byte, typeAt int) error {
-	keyEnd := len(s.rec)
+// stream parses a stream value of type typ and hands it to fn.
+func (s *skimmer) stream(typ byte) error {
 	v := &StreamValue{HasV2: typ >= typeStreamListpacks2}
 	if err := s.streamNodes(v); err != nil {
 		return err
@@ -95,14 +86,8 @@ func (s *skimmer) stream(typ byte, typeAt int) error {
 		}
 		v.Groups = append(v.Groups, g)
 	}
-	// Hand the decoder an empty type-15 stream under the same key. The
-	// file's bytes enter the CRC first; the replacement is not in the file.
-	s.cut(keyEnd)
-	s.rec = append(s.rec, emptyStream15...)
-	s.rec[typeAt] = typeStreamListpacks
-	s.crcd = len(s.rec)
-	s.streams = append(s.streams, v)
-	return nil
+	s.cut(0) // not for the decoder
+	return s.emitValue(&Entry{Type: Stream, Stream: v})
 }
 
 // streamNodes reads the stream's listpack nodes, each keyed by its master
@@ -261,18 +246,6 @@ func (s *skimmer) streamID() (StreamID, error) {
 	}
 	seq, err := s.num("stream ID")
 	return StreamID{ms, seq}, err
-}
-
-// nextStream returns the parsed value of the next stream the decoder
-// reports.
-func (s *skimmer) nextStream() (*StreamValue, error) {
-	if len(s.streams) == 0 {
-		return nil, errors.New("stream value out of step with the decoder")
-	}
-	v := s.streams[0]
-	s.streams[0] = nil
-	s.streams = s.streams[1:]
-	return v, nil
 }
 
 // --- writing ---------------------------------------------------------------

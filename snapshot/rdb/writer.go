@@ -332,115 +332,154 @@ func (w *Writer) List(key []byte, expireAtMs int64, n int, elems iter.Seq[[]byte
 	if n <= 0 {
 		return w.fail(fmt.Errorf("rdb: list %q: empty", key))
 	}
-	type node struct {
-		plain bool
-		data  []byte
-	}
-	lim := w.lim
-	var (
-		nodes     []node
-		buffered  int // bytes in nodes
-		lp        = &w.lp
-		count     int
-		streaming bool
-		perNode   int // elements per node when streaming
-		remaining int // nodes left to write when streaming
-		inNode    int // elements in lp when streaming
-		entBytes  int // sum of entry sizes seen while buffering
-	)
-	lp.Reset()
-	closeNode := func() {
-		if lp.Len() == 0 {
-			return
-		}
-		data := bytes.Clone(lp.Finish())
-		nodes = append(nodes, node{data: data})
-		buffered += len(data)
-		lp.Reset()
-	}
-	writeNode := func(plain bool, data []byte) {
-		if plain {
-			w.writeLength(quicklistNodePlain)
-			w.writeString(data)
-		} else {
-			w.writeLength(quicklistNodePacked)
-			w.writeBlob(data)
-		}
-	}
-	startStreaming := func() {
-		// Everything after this point goes in nodes of perNode elements.
-		closeNode()
-		avg := max(1, entBytes/max(1, count))
-		perNode = max(1, min(65535-1, lim.ListNodeBytes/avg))
-		rest := n - count
-		remaining = (rest + perNode - 1) / perNode
-		w.begin(typeListQuicklist2, key, expireAtMs)
-		w.writeLength(uint64(len(nodes) + remaining))
-		for _, nd := range nodes {
-			writeNode(nd.plain, nd.data)
-		}
-		nodes = nil
-		streaming = true
-	}
+	lw := listWriter{w: w, key: key, expireAtMs: expireAtMs, n: n}
+	w.lp.Reset()
 	var iterErr error
 	for e := range elems {
-		if count == n {
-			iterErr = errCount("list", key, n, count+1)
+		if lw.count == n {
+			iterErr = errCount("list", key, n, lw.count+1)
 			break
 		}
-		if streaming {
-			lp.AppendString(e)
-			inNode++
-			count++
-			if lp.Size()-1 > math.MaxUint32-16 {
-				iterErr = fmt.Errorf("rdb: list %q: node exceeds 4 GiB", key)
-				break
-			}
-			if inNode == perNode || count == n {
-				writeNode(false, lp.Finish())
-				lp.Reset()
-				inNode = 0
-				remaining--
-			}
-			if w.err != nil {
-				return w.err
-			}
+		if !lw.streaming {
+			lw.buffer(e)
 			continue
 		}
-		if len(e) >= lim.ListPackedThreshold {
-			closeNode()
-			nodes = append(nodes, node{plain: true, data: bytes.Clone(e)})
-			buffered += len(e)
-			entBytes += len(e)
-			count++
-		} else {
-			sz := listpack.EntrySize(e)
-			if lp.Len() > 0 && (lp.Size()+sz > lim.ListNodeBytes || lp.Len() >= 65534) {
-				closeNode()
-			}
-			lp.AppendString(e)
-			entBytes += sz
-			count++
+		if iterErr = lw.stream(e); iterErr != nil {
+			break
 		}
-		if buffered+lp.Size()-1 > lim.ListBufferBytes && count < n {
-			startStreaming()
+		if w.err != nil {
+			return w.err
 		}
 	}
 	if iterErr != nil {
 		return w.fail(iterErr)
 	}
-	if count != n {
-		return w.fail(errCount("list", key, n, count))
+	if lw.count != n {
+		return w.fail(errCount("list", key, n, lw.count))
 	}
-	if !streaming {
-		closeNode()
-		w.begin(typeListQuicklist2, key, expireAtMs)
-		w.writeLength(uint64(len(nodes)))
-		for _, nd := range nodes {
-			writeNode(nd.plain, nd.data)
+	return lw.finish()
+}
+
+// listWriter is one List call's state: nodes are buffered while the list
+// may still fit ListBufferBytes (then written with their exact count);
+// past it, the rest streams out in nodes of a fixed element count.
+type listWriter struct {
+	w          *Writer
+	key        []byte
+	expireAtMs int64
+	n          int
+
+	nodes     []listNode
+	buffered  int // bytes in nodes
+	count     int // elements taken
+	streaming bool
+	perNode   int // elements per node when streaming
+	remaining int // nodes left to write when streaming
+	inNode    int // elements in w.lp when streaming
+	entBytes  int // sum of entry sizes seen while buffering
+}
+
+type listNode struct {
+	plain bool
+	data  []byte
+}
+
+// closeNode moves the node being built (w.lp) to the buffered nodes.
+func (lw *listWriter) closeNode() {
+	lp := &lw.w.lp
+	if lp.Len() == 0 {
+		return
+	}
+	data := bytes.Clone(lp.Finish())
+	lw.nodes = append(lw.nodes, listNode{data: data})
+	lw.buffered += len(data)
+	lp.Reset()
+}
+
+func (lw *listWriter) writeNode(plain bool, data []byte) {
+	if plain {
+		lw.w.writeLength(quicklistNodePlain)
+		lw.w.writeString(data)
+	} else {
+		lw.w.writeLength(quicklistNodePacked)
+		lw.w.writeBlob(data)
+	}
+}
+
+// buffer adds e to the buffered nodes: in a PLAIN node of its own when it
+// is large, else in the node being built (closed when e would overflow
+// it); past ListBufferBytes, streaming starts.
+func (lw *listWriter) buffer(e []byte) {
+	lim, lp := &lw.w.lim, &lw.w.lp
+	if len(e) >= lim.ListPackedThreshold {
+		lw.closeNode()
+		lw.nodes = append(lw.nodes, listNode{plain: true, data: bytes.Clone(e)})
+		lw.buffered += len(e)
+		lw.entBytes += len(e)
+		lw.count++
+	} else {
+		sz := listpack.EntrySize(e)
+		if lp.Len() > 0 && (lp.Size()+sz > lim.ListNodeBytes || lp.Len() >= 65534) {
+			lw.closeNode()
 		}
-	} else if remaining != 0 && w.err == nil {
-		return w.fail(fmt.Errorf("rdb: list %q: internal node count mismatch", key))
+		lp.AppendString(e)
+		lw.entBytes += sz
+		lw.count++
+	}
+	if lw.buffered+lp.Size()-1 > lim.ListBufferBytes && lw.count < lw.n {
+		lw.startStreaming()
+	}
+}
+
+// startStreaming writes the record's head with the node count (the
+// buffered nodes plus the rest in nodes of the average size seen so far)
+// and the buffered nodes.
+func (lw *listWriter) startStreaming() {
+	lw.closeNode()
+	avg := max(1, lw.entBytes/max(1, lw.count))
+	lw.perNode = max(1, min(65535-1, lw.w.lim.ListNodeBytes/avg))
+	rest := lw.n - lw.count
+	lw.remaining = (rest + lw.perNode - 1) / lw.perNode
+	lw.w.begin(typeListQuicklist2, lw.key, lw.expireAtMs)
+	lw.w.writeLength(uint64(len(lw.nodes) + lw.remaining))
+	for _, nd := range lw.nodes {
+		lw.writeNode(nd.plain, nd.data)
+	}
+	lw.nodes = nil
+	lw.streaming = true
+}
+
+// stream adds e to the node being streamed, writing it when full.
+func (lw *listWriter) stream(e []byte) error {
+	lp := &lw.w.lp
+	lp.AppendString(e)
+	lw.inNode++
+	lw.count++
+	if lp.Size()-1 > math.MaxUint32-16 {
+		return fmt.Errorf("rdb: list %q: node exceeds 4 GiB", lw.key)
+	}
+	if lw.inNode == lw.perNode || lw.count == lw.n {
+		lw.writeNode(false, lp.Finish())
+		lp.Reset()
+		lw.inNode = 0
+		lw.remaining--
+	}
+	return nil
+}
+
+// finish writes a buffered list whole, or checks a streamed one wrote the
+// nodes it announced.
+func (lw *listWriter) finish() error {
+	w := lw.w
+	if !lw.streaming {
+		lw.closeNode()
+		w.begin(typeListQuicklist2, lw.key, lw.expireAtMs)
+		w.writeLength(uint64(len(lw.nodes)))
+		for _, nd := range lw.nodes {
+			lw.writeNode(nd.plain, nd.data)
+		}
+	} else if lw.remaining != 0 && w.err == nil {
+		return w.fail(fmt.Errorf("rdb: list %q: internal node count mismatch", lw.key))
 	}
 	return w.err
 }
