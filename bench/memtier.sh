@@ -22,6 +22,7 @@
 #   git clone https://github.com/RedisLabs/memtier_benchmark /tmp/memtier && cd /tmp/memtier
 #   autoreconf -ivf && ./configure && make && export MEMTIER=/tmp/memtier/memtier_benchmark
 # Without it the script says so and exits 0 (skipped).
+# bench/memtier-docker.sh runs the same comparison with both servers in containers.
 set -euo pipefail
 ROUNDS=${1:-2}; SECS=${2:-10}
 MEMTIER=${MEMTIER:-$(command -v memtier_benchmark || true)}

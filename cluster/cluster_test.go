@@ -88,3 +88,23 @@ func BenchmarkKeySlot(b *testing.B) {
 		KeySlot(k)
 	}
 }
+
+func TestWithFailover(t *testing.T) {
+	a, b, c, d := strings.Repeat("a", 40), strings.Repeat("b", 40), strings.Repeat("c", 40), strings.Repeat("d", 40)
+	text := a + " h 1 master - 0-100 200\n" + b + " h 2 slave " + a + "\n" + c + " h 3 master - 101-199 201-16383\n" + d + " h 4 slave " + a + "\n"
+	t0, err := Parse(text, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t1, err := t0.WithFailover(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := a + " h 1 slave " + b + "\n" + b + " h 2 master - 0-100 200\n" + c + " h 3 master - 101-199 201-16383\n" + d + " h 4 slave " + b + "\n"
+	if got := t1.Text(); got != want || t1.Version != 7 {
+		t.Fatalf("got version %d\n%s\nwant\n%s", t1.Version, got, want)
+	}
+	if _, err := t0.WithFailover(a); err != ErrInvalidRole {
+		t.Fatalf("failover of a primary: %v", err)
+	}
+}

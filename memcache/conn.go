@@ -62,6 +62,8 @@ type conn struct {
 	// tio drives a TLS connection served by a loop (netpoll/tls.go).
 	tio *netpoll.TLSStream
 
+	obs obsState // Config.Observe (observe.go)
+
 	toks    [][]byte // tokens of the current line (views into in)
 	jargs   [][]byte // journal arguments (reused)
 	now     int64    // unix ms of the current read: one clock read per batch, not per command
@@ -72,7 +74,9 @@ type conn struct {
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	return &conn{s: s, nc: nc, fd: -1, in: make([]byte, readBufSize), toks: make([][]byte, 0, 32)}
+	c := &conn{s: s, nc: nc, fd: -1, in: make([]byte, readBufSize), toks: make([][]byte, 0, 32)}
+	c.initObserve(nc) // observe.go
+	return c
 }
 
 // Readable, Output, Wrote, Closed and Detached serve the connection on an
@@ -290,9 +294,17 @@ func (c *conn) process() error {
 			c.r += need
 			c.pend.active = false
 			if term[0] != '\r' || term[1] != '\n' {
+				mark := len(c.out)
 				if !c.pend.noreply {
 					c.reply("CLIENT_ERROR bad data chunk\r\n")
 				}
+				if c.s.cfg.Observe != nil {
+					c.badChunkObserved(mark) // observe.go
+				}
+				continue
+			}
+			if c.s.cfg.Observe != nil {
+				c.completeObserved(data) // observe.go
 				continue
 			}
 			c.safely(func() { c.complete(data) })
@@ -363,10 +375,19 @@ func (c *conn) dispatch(line []byte) {
 		c.reply("ERROR\r\n")
 		return
 	}
-	n := len(t)
+	if c.s.cfg.Observe != nil {
+		c.dispatchObserved(t, line) // observe.go
+		return
+	}
 	if c.s.cfg.Route != nil && c.clusterRefuses(t) { // cluster.go
 		return
 	}
+	c.run(t)
+}
+
+// run runs the command of the tokens t.
+func (c *conn) run(t [][]byte) {
+	n := len(t)
 	switch string(t[0]) {
 	case "get":
 		c.cmdGet(t, false, false)

@@ -60,6 +60,11 @@
 //     are served; a request touching another is answered whole with
 //     SERVER_ERROR and the Redis error (MOVED slot ip:port, TRYAGAIN,
 //     CLUSTERDOWN), never with partial results that would read as misses.
+//   - Observation (Config.Observe, observe.go): every command that ran is
+//     reported once, after its reply is buffered (a storage command once its
+//     data block was applied), with its line, data block, duration and
+//     outcome; the server shows them as mc_<name> commands in its
+//     statistics, SLOWLOG and MONITOR.
 package memcache
 
 import (
@@ -114,6 +119,10 @@ type Config struct {
 	// node serves key: "" to serve it, or the Redis error text to answer
 	// after SERVER_ERROR (MOVED slot ip:port, TRYAGAIN, CLUSTERDOWN).
 	Route func(key []byte, write bool) string
+
+	// Observe, when set, hears of every command run (observe.go): the
+	// server's commandstats, SLOWLOG, LATENCY and MONITOR.
+	Observe Observer
 }
 
 type stats struct {

@@ -222,6 +222,10 @@ var infoGauges = [][2]string{
 	{"repl_backlog_size", "replication_backlog_bytes"},
 	{"repl_backlog_histlen", "replication_backlog_history_bytes"},
 	{"number_of_cached_scripts", "cached_scripts"},
+	// netstats.go
+	{"instantaneous_ops_per_sec", "instantaneous_ops_per_sec"},
+	{"instantaneous_input_kbps", "instantaneous_input_kbps"},
+	{"instantaneous_output_kbps", "instantaneous_output_kbps"},
 }
 
 var infoCounters = [][2]string{
@@ -242,6 +246,11 @@ var infoCounters = [][2]string{
 	{"used_cpu_user", "cpu_user_seconds_total"},
 	{"watchdog_slow_commands", "watchdog_slow_commands_total"},
 	{"client_output_buffer_limit_disconnections", "client_output_buffer_limit_disconnections_total"},
+	// netstats.go
+	{"total_net_input_bytes", "net_input_bytes_total"},
+	{"total_net_output_bytes", "net_output_bytes_total"},
+	{"total_net_repl_input_bytes", "net_repl_input_bytes_total"},
+	{"total_net_repl_output_bytes", "net_repl_output_bytes_total"},
 }
 
 // metricsText renders /metrics.

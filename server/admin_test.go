@@ -102,6 +102,10 @@ func TestAdminMetrics(t *testing.T) {
 	value("damselfly_aof_enabled")
 	value("damselfly_master_repl_offset")
 	value("damselfly_instance_info", "role", "master")
+	if value("damselfly_net_input_bytes_total") <= 0 || value("damselfly_net_output_bytes_total") <= 0 { // netstats.go
+		t.Error("network counters")
+	}
+	value("damselfly_instantaneous_ops_per_sec")
 	if code, body := getHTTP(t, base+"/healthz"); code != 200 || body != "ok\n" {
 		t.Errorf("/healthz %d %q", code, body)
 	}

@@ -237,7 +237,9 @@ func (c *Client) blockOn(keys [][]byte, timeout time.Duration, try func(first bo
 
 	// The replies of earlier pipelined commands go out now.
 	if len(c.out) > 0 {
-		if _, err := c.nc.Write(c.out); err != nil {
+		n, err := c.nc.Write(c.out)
+		c.netWrote(n) // netstats.go
+		if err != nil {
 			c.leave(w)
 			c.quit = true
 			return
@@ -337,6 +339,7 @@ func (c *Client) watchConn() *connWatch {
 		buf := make([]byte, 4096)
 		for len(w.data) < maxBlockedInput {
 			n, err := c.nc.Read(buf)
+			c.netRead(n) // netstats.go
 			w.data = append(w.data, buf[:n]...)
 			if err != nil {
 				if !errors.Is(err, os.ErrDeadlineExceeded) {

@@ -196,7 +196,9 @@ func (c *Client) serveFrom(resumed bool) {
 	defer c.nc.Close()
 	defer c.endSession()
 	if resumed && c.outPos < len(c.out) {
-		if _, err := c.nc.Write(c.out[c.outPos:]); err != nil {
+		n, err := c.nc.Write(c.out[c.outPos:])
+		c.netWrote(n) // netstats.go
+		if err != nil {
 			return
 		}
 	}
@@ -210,6 +212,7 @@ func (c *Client) serveFrom(resumed bool) {
 			}
 			n, rerr = c.nc.Read(c.in[c.w:])
 			c.w += n
+			c.netRead(n) // netstats.go
 			c.lastSeen.Store(time.Now().UnixNano())
 		}
 		resumed = false
@@ -220,7 +223,9 @@ func (c *Client) serveFrom(resumed bool) {
 				return
 			}
 		} else if len(c.out) > 0 {
-			if _, err := c.nc.Write(c.out); err != nil {
+			n, err := c.nc.Write(c.out)
+			c.netWrote(n) // netstats.go
+			if err != nil {
 				return
 			}
 			c.resetOut()

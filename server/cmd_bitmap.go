@@ -6,8 +6,8 @@ import (
 )
 
 // Bitmaps are strings (Redis does the same): the commands here read a
-// string's bytes in place and write either in place, after DB.Modify has
-// let a running snapshot capture the old value, or by storing a grown copy.
+// string's bytes in place and write either in place, into DB.ModifyStr (which
+// lets a running snapshot capture the old value first), or by storing a grown copy.
 
 func registerBitmaps(reg registrar) {
 	reg("setbit", 4, "write|denyoom", 1, 1, 1, "bitmap", cmdSetBit)
@@ -44,30 +44,32 @@ func parseBitOffset(c *Client, b []byte, bits int) (uint64, bool) {
 }
 
 // bitString looks key up for a bit write that needs its first need bytes.
-// It returns the bytes to change (the stored string itself when it is long
-// enough, else a zero-padded copy: then grown is true and the caller must
-// store it with storeBits).
-func bitString(c *Client, sh *shard.Shard, h uint64, key []byte, need uint64) (e shard.Entry, found bool, p []byte, grown, ok bool) {
+// It returns the bytes to change: the stored string itself when it is long
+// enough (for reading: the caller writes only into
+// sh.DB(c.db).ModifyStr(&e)), or, when it was grown in place, the stored
+// string for writing (writable is true: the hook ran), else a zero-padded
+// copy (grown is true: the caller must store it with storeBits).
+func bitString(c *Client, sh *shard.Shard, h uint64, key []byte, need uint64) (e shard.Entry, found bool, p []byte, grown, writable, ok bool) {
 	e, found = sh.Lookup(c.db, h, key, now())
 	if found && e.Type() != shard.TypeString {
 		c.errWrongType()
-		return e, found, nil, false, false
+		return e, found, nil, false, false, false
 	}
 	var cur []byte
 	if found {
 		cur = e.Str()
 		if uint64(len(cur)) >= need {
-			return e, found, cur, false, true
+			return e, found, cur, false, false, true
 		}
 		// A big string grows in place with spare capacity, as Redis's
 		// sds does, instead of a whole copy per extension.
-		if ne, ok := sh.DB(c.db).GrowString(&e, int(need)); ok {
-			return ne, found, ne.Str(), false, true
+		if ne, w, ok := sh.DB(c.db).GrowString(&e, int(need)); ok {
+			return ne, found, ne.StrW(w), false, true, true
 		}
 	}
 	p = make([]byte, need)
 	copy(p, cur)
-	return e, found, p, true, true
+	return e, found, p, true, false, true
 }
 
 // storeBits stores a grown bitmap p under key, keeping the key's TTL.
@@ -93,7 +95,7 @@ func cmdSetBit(c *Client, args [][]byte) {
 	}
 	sh, h := c.lockKey(args[1])
 	defer c.unlockKey(sh)
-	e, found, p, grown, ok := bitString(c, sh, h, args[1], off>>3+1)
+	e, found, p, grown, writable, ok := bitString(c, sh, h, args[1], off>>3+1)
 	if !ok {
 		return
 	}
@@ -103,7 +105,9 @@ func cmdSetBit(c *Client, args [][]byte) {
 		bitmap.Set(p, off, int(v))
 		storeBits(c, sh, h, args[1], &e, found, p)
 	case old != int(v):
-		sh.DB(c.db).Modify(&e)
+		if !writable {
+			p = sh.DB(c.db).ModifyStr(&e)
+		}
 		bitmap.Set(p, off, int(v))
 	}
 	if grown || old != int(v) {
@@ -418,9 +422,9 @@ func bitfieldGeneric(c *Client, args [][]byte, ro bool) {
 	sh, h := c.lockKey(args[1])
 	defer c.unlockKey(sh)
 	var (
-		e            shard.Entry
-		found, grown bool
-		p            []byte
+		e                      shard.Entry
+		found, grown, writable bool
+		p                      []byte
 	)
 	if readonly {
 		e, found = sh.Lookup(c.db, h, args[1], now())
@@ -436,7 +440,7 @@ func bitfieldGeneric(c *Client, args [][]byte, ro bool) {
 		}
 	} else {
 		var ok bool
-		if e, found, p, grown, ok = bitString(c, sh, h, args[1], need); !ok {
+		if e, found, p, grown, writable, ok = bitString(c, sh, h, args[1], need); !ok {
 			return
 		}
 	}
@@ -483,7 +487,9 @@ func bitfieldGeneric(c *Client, args [][]byte, ro bool) {
 		changes = true
 		if nv != old {
 			if !modified {
-				sh.DB(c.db).Modify(&e)
+				if !writable {
+					p = sh.DB(c.db).ModifyStr(&e)
+				}
 				modified = true
 			}
 			bitmap.SetInt(p, op.off, op.bits, nv)

@@ -26,6 +26,7 @@ func registerCluster(reg registrar) {
 	reg("cluster|countkeysinslot", 3, "stale", 0, 0, 0, "cluster", cmdCluster)
 	reg("cluster|getkeysinslot", 4, "stale", 0, 0, 0, "cluster", cmdCluster)
 	reg("cluster|reset", -2, "admin|noscript|stale", 0, 0, 0, "cluster", cmdCluster)
+	reg("cluster|failover", -2, "admin|stale|no_async_loading", 0, 0, 0, "cluster", cmdCluster)
 	reg("cluster|import", 4, "admin|noscript|stale", 0, 0, 0, "cluster", cmdCluster) // kvrocks's migration link
 	reg("readonly", 1, "loading|stale|fast|x-no-data", 0, 0, 0, "cluster", cmdReadonly)
 	reg("readwrite", 1, "loading|stale|fast|x-no-data", 0, 0, 0, "cluster", cmdReadwrite)
@@ -64,6 +65,8 @@ var clusterHelp = []string{
 	"CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 	"COUNTKEYSINSLOT <slot>",
 	"    Return the number of keys in <slot>.",
+	"FAILOVER [FORCE|TAKEOVER]",
+	"    Promote current replica node to being a master.",
 	"GETKEYSINSLOT <slot> <count>",
 	"    Return key names stored by current node in a slot.",
 	"INFO",
@@ -164,6 +167,8 @@ func cmdCluster(c *Client, args [][]byte) {
 		c.clusterReset(args)
 	case "import":
 		c.clusterImport(args)
+	case "failover":
+		c.clusterFailover(args) // cluster_failover_cmd.go
 	default:
 		c.err("ERR unknown subcommand '" + sanitize(args[1], 128) + "'. Try CLUSTER HELP.")
 	}
@@ -473,6 +478,12 @@ func cmdClusterX(c *Client, args [][]byte) {
 // rules: an older version is refused, the same version is a no-op unless
 // forced).
 func (s *Server) setNodes(text string, version int64, force bool) error {
+	return s.installNodes(text, version, force, true)
+}
+
+// installNodes is setNodes; without handover it skips the planned
+// failover's catch-up (CLUSTER FAILOVER did it already).
+func (s *Server) installNodes(text string, version int64, force, handover bool) error {
 	if version < 0 {
 		return cluster.ErrVersion
 	}
@@ -494,7 +505,10 @@ func (s *Server) setNodes(text string, version int64, force bool) error {
 		cs.mu.Unlock()
 		return err
 	}
-	after := s.handOver(cur, t, text) // cluster_failover.go: a planned failover's catch-up
+	var after func()
+	if handover {
+		after = s.handOver(cur, t, text) // cluster_failover.go: a planned failover's catch-up
+	}
 	var drop []int
 	cs.update(func(v *clusterView) {
 		if v.myID == "" || force || t.Node(v.myID) == nil {

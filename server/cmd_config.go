@@ -317,6 +317,7 @@ func cmdConfig(c *Client, args [][]byte) {
 		c.ok()
 	case "resetstat":
 		c.srv.resetObserveStats() // cmdstats.go
+		c.srv.resetNetStats()     // netstats.go
 		c.srv.stats.connections.Store(0)
 		c.srv.stats.rejected.Store(0)
 		c.srv.stats.keyHits.Store(0)

@@ -8,7 +8,7 @@ import (
 )
 
 // HyperLogLogs are strings in Redis's exact encoding (package hll). Dense
-// ones (12304 bytes) are updated in place after DB.Modify; sparse ones are
+// ones (12304 bytes) are updated in place through DB.ModifyStr; sparse ones are
 // small and are rebuilt and stored, as their length changes.
 
 func registerHyperLogLog(reg registrar) {
@@ -72,7 +72,7 @@ func cmdPFAdd(c *Client, args [][]byte) {
 			idx, count := hll.PatLen(ele)
 			if count > hll.DenseGet(p[hll.HeaderSize:], idx) {
 				if !updated {
-					sh.DB(c.db).Modify(&e)
+					p = sh.DB(c.db).ModifyStr(&e)
 					updated = true
 				}
 				hll.DenseSetReg(p[hll.HeaderSize:], idx, count)
@@ -151,8 +151,7 @@ func cmdPFCount(c *Client, args [][]byte) {
 	}
 	// Caching the cardinality changes the string: a write, replicated as
 	// the PFCOUNT itself, as in Redis.
-	sh.DB(c.db).Modify(&e)
-	hll.SetCached(p, card)
+	hll.SetCached(sh.DB(c.db).ModifyStr(&e), card)
 	c.int(int64(card))
 }
 

@@ -440,6 +440,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		section("Stats")
 		field("total_connections_received", s.stats.connections.Load())
 		field("total_commands_processed", s.totalCommands())
+		s.infoNetStats(field) // netstats.go
 		field("rejected_connections", s.stats.rejected.Load())
 		field("client_output_buffer_limit_disconnections", s.stats.outputLimitDisconnects.Load()) // Redis 7.2's name
 		s.watchdogInfo(field)

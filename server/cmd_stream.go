@@ -237,8 +237,8 @@ func (c *Client) streamAt(sh *shard.Shard, h uint64, key []byte) (e shard.Entry,
 }
 
 // modifyStream marks the stream entry as about to change (snapshots).
-func (c *Client) modifyStream(sh *shard.Shard, e *shard.Entry) {
-	sh.DB(c.db).Modify(e)
+func (c *Client) modifyStream(sh *shard.Shard, e *shard.Entry) types.W {
+	return sh.DB(c.db).Modify(e)
 }
 
 // --- XADD / XTRIM -----------------------------------------------------------
@@ -386,12 +386,13 @@ func cmdXAdd(c *Client, args [][]byte) {
 		return
 	}
 	created := false
+	var w types.W
 	if s == nil {
 		if a.noMkStream {
 			c.null()
 			return
 		}
-		s = types.NewStream()
+		s, w = types.NewStream()
 		e = sh.DB(c.db).Put(h, key, shard.Value{Type: shard.TypeStream, Obj: s})
 		created = true
 	}
@@ -429,9 +430,9 @@ func cmdXAdd(c *Client, args [][]byte) {
 		return
 	}
 	if !created {
-		c.modifyStream(sh, &e)
+		w = c.modifyStream(sh, &e)
 	}
-	if err := s.Add(id, args[fieldPos:], c.lim()); err != nil {
+	if err := s.Add(w, id, args[fieldPos:], c.lim()); err != nil {
 		c.err("ERR " + err.Error())
 		return
 	}
@@ -448,7 +449,7 @@ func cmdXAdd(c *Client, args [][]byte) {
 		}
 	}
 	if a.trim.Enabled {
-		if s.Trim(a.trim) > 0 {
+		if s.Trim(w, a.trim) > 0 {
 			c.notify(kseStream, "xtrim", key)
 		}
 		if a.trim.Approx {
@@ -483,8 +484,8 @@ func cmdXTrim(c *Client, args [][]byte) {
 		c.int(0)
 		return
 	}
-	c.modifyStream(sh, &e)
-	n := s.Trim(a.trim)
+	w := c.modifyStream(sh, &e)
+	n := s.Trim(w, a.trim)
 	if n > 0 {
 		c.notify(kseStream, "xtrim", args[1])
 	}
@@ -576,12 +577,13 @@ func cmdXDel(c *Client, args [][]byte) {
 		ids = append(ids, id)
 	}
 	n := 0
+	var w types.W
 	for _, id := range ids {
 		if s.Exists(id) {
 			if n == 0 {
-				c.modifyStream(sh, &e)
+				w = c.modifyStream(sh, &e)
 			}
-			s.Delete(id)
+			s.Delete(w, id)
 			n++
 		}
 	}
@@ -651,7 +653,7 @@ func cmdXSetID(c *Client, args [][]byte) {
 			return
 		}
 	}
-	sh.DB(c.db).ModifyUnwatched(&e) // Redis 7.0's XSETID does not touch WATCH
+	w := sh.DB(c.db).ModifyUnwatched(&e) // Redis 7.0's XSETID does not touch WATCH
 	added := s.EntriesAdded()
 	if entriesAdded != -1 {
 		added = uint64(entriesAdded)
@@ -660,7 +662,7 @@ func cmdXSetID(c *Client, args [][]byte) {
 	if !maxDel.IsZero() {
 		md = maxDel
 	}
-	s.SetLastID(id, added, md)
+	s.SetLastID(w, id, added, md)
 	c.notify(kseStream, "xsetid", args[1])
 	c.ok()
 }

@@ -126,16 +126,18 @@ func cmdXGroup(c *Client, args [][]byte) {
 		} else if id, ok = c.streamIDArg(args[4], true); !ok {
 			return
 		}
-		if s == nil {
-			s = types.NewStream()
-			e = sh.DB(c.db).Put(h, key, shard.Value{Type: shard.TypeStream, Obj: s})
-		} else if s.Group(gname) == nil {
-			sh.DB(c.db).ModifyUnwatched(&e)
-		}
-		if s.CreateGroup(gname, id, entriesRead) == nil {
+		if s != nil && s.Group(gname) != nil {
 			c.err("BUSYGROUP Consumer Group name already exists")
 			return
 		}
+		var w types.W
+		if s == nil {
+			s, w = types.NewStream()
+			e = sh.DB(c.db).Put(h, key, shard.Value{Type: shard.TypeStream, Obj: s})
+		} else {
+			w = sh.DB(c.db).ModifyUnwatched(&e)
+		}
+		s.CreateGroup(w, gname, id, entriesRead)
 		c.notify(kseStream, "xgroup-create", key)
 		c.ok()
 	case sub == "setid" && (len(args) == 5 || len(args) == 7):
@@ -146,8 +148,9 @@ func cmdXGroup(c *Client, args [][]byte) {
 			c.err(errInvalidStreamID)
 			return
 		}
-		sh.DB(c.db).ModifyUnwatched(&e)
-		g.LastID, g.EntriesRead = id, entriesRead
+		w := sh.DB(c.db).ModifyUnwatched(&e)
+		g.SetLastID(w, id)
+		g.SetEntriesRead(w, entriesRead)
 		c.notify(kseStream, "xgroup-setid", key)
 		c.ok()
 	case sub == "destroy":
@@ -155,8 +158,8 @@ func cmdXGroup(c *Client, args [][]byte) {
 			c.int(0)
 			return
 		}
-		sh.DB(c.db).ModifyUnwatched(&e)
-		s.DeleteGroup(gname)
+		w := sh.DB(c.db).ModifyUnwatched(&e)
+		s.DeleteGroup(w, gname)
 		c.notify(kseStream, "xgroup-destroy", key)
 		c.int(1)
 		c.srv.signalStream(c.db, key) // blocked XREADGROUPs get NOGROUP
@@ -165,9 +168,9 @@ func cmdXGroup(c *Client, args [][]byte) {
 			c.int(0)
 			return
 		}
-		sh.DB(c.db).ModifyUnwatched(&e)
+		w := sh.DB(c.db).ModifyUnwatched(&e)
 		t := now()
-		g.CreateConsumer(args[4], t, t)
+		g.CreateConsumer(w, args[4], t, t)
 		c.notify(kseStream, "xgroup-createconsumer", key)
 		c.int(1)
 	case sub == "delconsumer":
@@ -175,8 +178,8 @@ func cmdXGroup(c *Client, args [][]byte) {
 			c.int(0)
 			return
 		}
-		sh.DB(c.db).ModifyUnwatched(&e)
-		n, _ := g.DeleteConsumer(args[4])
+		w := sh.DB(c.db).ModifyUnwatched(&e)
+		n, _ := g.DeleteConsumer(w, args[4])
 		c.notify(kseStream, "xgroup-delconsumer", key)
 		c.int(int64(n))
 	default:
@@ -210,12 +213,13 @@ func cmdXAck(c *Client, args [][]byte) {
 		ids = append(ids, id)
 	}
 	n := 0
+	var w types.W
 	for _, id := range ids {
 		if g.Pending(id) != nil {
 			if n == 0 {
-				c.modifyStream(sh, &e)
+				w = c.modifyStream(sh, &e)
 			}
-			g.Ack(id)
+			g.Ack(w, id)
 			n++
 		}
 	}
@@ -320,9 +324,9 @@ func (c *Client) xpendingSummary(g *types.StreamGroup) {
 	k := 0
 	g.PendingAscend(types.StreamID{}, func(p *types.PendingEntry, _ *types.StreamConsumer) bool {
 		if k == 0 {
-			first = p.ID
+			first = p.ID()
 		}
-		last = p.ID
+		last = p.ID()
 		k++
 		return true
 	})
@@ -357,19 +361,19 @@ func (c *Client) xpendingEntries(g *types.StreamGroup, r *xpendingRange) {
 	n := 0
 	count := r.count
 	emit := func(p *types.PendingEntry) bool {
-		if r.end.Less(p.ID) || count == 0 {
+		if r.end.Less(p.ID()) || count == 0 {
 			return false
 		}
-		if r.minIdle != 0 && t-p.DeliveryTime < r.minIdle {
+		if r.minIdle != 0 && t-p.DeliveryTime() < r.minIdle {
 			return true
 		}
 		n++
 		count--
 		c.array(4)
-		c.streamID(p.ID)
+		c.streamID(p.ID())
 		c.bulkString(g.Owner(p).Name())
-		c.int(max(t-p.DeliveryTime, 0))
-		c.int(int64(p.DeliveryCount))
+		c.int(max(t-p.DeliveryTime(), 0))
+		c.int(int64(p.DeliveryCount()))
 		return true
 	}
 	if sc != nil {
@@ -386,12 +390,12 @@ func (c *Client) xpendingEntries(g *types.StreamGroup, r *xpendingRange) {
 // XCLAIM key group consumer 0 id TIME t RETRYCOUNT n FORCE JUSTID LASTID last.
 func xclaimProp(key, group []byte, consumer string, id types.StreamID, p *types.PendingEntry, last types.StreamID) [][]byte {
 	return [][]byte{[]byte("XCLAIM"), key, group, []byte(consumer), []byte("0"), idArg(id),
-		[]byte("TIME"), bytesArg(p.DeliveryTime), []byte("RETRYCOUNT"), bytesArg(int64(p.DeliveryCount)),
+		[]byte("TIME"), bytesArg(p.DeliveryTime()), []byte("RETRYCOUNT"), bytesArg(int64(p.DeliveryCount())),
 		[]byte("FORCE"), []byte("JUSTID"), []byte("LASTID"), idArg(last)}
 }
 
 func xsetidProp(key, group []byte, g *types.StreamGroup) [][]byte {
-	return [][]byte{[]byte("XGROUP"), []byte("SETID"), key, group, idArg(g.LastID), []byte("ENTRIESREAD"), bytesArg(g.EntriesRead)}
+	return [][]byte{[]byte("XGROUP"), []byte("SETID"), key, group, idArg(g.LastID()), []byte("ENTRIESREAD"), bytesArg(g.EntriesRead())}
 }
 
 func cmdXClaim(c *Client, args [][]byte) {
@@ -409,9 +413,9 @@ func cmdXClaim(c *Client, args [][]byte) {
 	}
 	cl := &xclaimRun{c: c, sh: sh, e: &e, s: s, g: g, key: key, group: gname, consumer: args[3], t: t, o: &o}
 	propLast := false
-	if g.LastID.Less(o.lastID) {
+	if g.LastID().Less(o.lastID) {
 		cl.modify()
-		g.LastID = o.lastID
+		g.SetLastID(cl.w, o.lastID)
 		propLast = true
 	}
 	mark := len(c.out)
@@ -526,6 +530,7 @@ type xclaimRun struct {
 	o        *xclaimArgs
 
 	modified bool
+	w        types.W               // the right to change s, once modified
 	sc       *types.StreamConsumer // the claiming consumer, once needed
 	props    [][][]byte            // what is propagated instead of XCLAIM
 }
@@ -533,7 +538,7 @@ type xclaimRun struct {
 // modify makes the stream writable, once (the snapshot's pre-change hook).
 func (r *xclaimRun) modify() {
 	if !r.modified {
-		r.c.modifyStream(r.sh, r.e)
+		r.w = r.c.modifyStream(r.sh, r.e)
 		r.modified = true
 	}
 }
@@ -553,11 +558,11 @@ func (r *xclaimRun) claim(id types.StreamID) int {
 			return xclaimSkipped
 		}
 		r.modify()
-		r.props = append(r.props, xclaimProp(r.key, r.group, g.Owner(p).Name(), id, p, g.LastID))
-		g.Ack(id)
+		r.props = append(r.props, xclaimProp(r.key, r.group, g.Owner(p).Name(), id, p, g.LastID()))
+		g.Ack(r.w, id)
 		return xclaimDropped
 	}
-	if p != nil && o.minIdle > 0 && r.t-p.DeliveryTime < o.minIdle {
+	if p != nil && o.minIdle > 0 && r.t-p.DeliveryTime() < o.minIdle {
 		return xclaimSkipped
 	}
 	if p == nil && !o.force {
@@ -565,19 +570,19 @@ func (r *xclaimRun) claim(id types.StreamID) int {
 	}
 	r.modify()
 	sc := r.claimer()
-	g.Deliver(sc, id, o.delivery, false) // a FORCE-created entry starts at count 1
+	g.Deliver(r.w, sc, id, o.delivery, false) // a FORCE-created entry starts at count 1
 	p = g.Pending(id)
 	if o.retry >= 0 {
-		p.DeliveryCount = uint64(o.retry)
+		g.SetDelivery(r.w, p, p.DeliveryTime(), uint64(o.retry))
 	} else if !o.justID {
-		p.DeliveryCount++
+		g.SetDelivery(r.w, p, p.DeliveryTime(), p.DeliveryCount()+1)
 	}
 	if o.justID {
 		r.c.streamID(id)
 	} else {
 		r.s.Range(id, id, false, func(id types.StreamID, fv [][]byte) bool { r.c.streamEntry(id, fv); return false })
 	}
-	r.props = append(r.props, xclaimProp(r.key, r.group, sc.Name(), id, p, g.LastID))
+	r.props = append(r.props, xclaimProp(r.key, r.group, sc.Name(), id, p, g.LastID()))
 	return xclaimClaimed
 }
 
@@ -585,10 +590,10 @@ func (r *xclaimRun) claim(id types.StreamID) int {
 func (r *xclaimRun) claimer() *types.StreamConsumer {
 	if r.sc == nil {
 		if r.sc = r.g.Consumer(r.consumer); r.sc == nil {
-			r.sc, _ = r.g.CreateConsumer(r.consumer, r.t, r.t)
+			r.sc, _ = r.g.CreateConsumer(r.w, r.consumer, r.t, r.t)
 			r.c.notify(kseStream, "xgroup-createconsumer", r.key)
 		} else {
-			r.sc.SeenTime = r.t
+			r.g.SetSeen(r.w, r.sc, r.t)
 		}
 	}
 	return r.sc
@@ -645,25 +650,26 @@ func cmdXAutoClaim(c *Client, args [][]byte) {
 	left := count
 	g.PendingAscend(start, func(p *types.PendingEntry, _ *types.StreamConsumer) bool {
 		if attempts == 0 || left == 0 {
-			next = p.ID
+			next = p.ID()
 			return false
 		}
 		attempts--
-		if !s.Exists(p.ID) {
-			cands = append(cands, cand{id: p.ID})
+		if !s.Exists(p.ID()) {
+			cands = append(cands, cand{id: p.ID()})
 			left--
 			return true
 		}
-		if minIdle > 0 && t-p.DeliveryTime < minIdle {
+		if minIdle > 0 && t-p.DeliveryTime() < minIdle {
 			return true
 		}
-		cands = append(cands, cand{id: p.ID, exists: true})
+		cands = append(cands, cand{id: p.ID(), exists: true})
 		left--
 		return true
 	})
 	var props [][][]byte
+	var w types.W
 	if len(cands) > 0 {
-		c.modifyStream(sh, &e)
+		w = c.modifyStream(sh, &e)
 	}
 	var sc *types.StreamConsumer
 	c.array(3)
@@ -674,20 +680,20 @@ func cmdXAutoClaim(c *Client, args [][]byte) {
 	for _, cd := range cands {
 		p := g.Pending(cd.id)
 		if !cd.exists {
-			props = append(props, xclaimProp(key, gname, g.Owner(p).Name(), cd.id, p, g.LastID))
-			g.Ack(cd.id)
+			props = append(props, xclaimProp(key, gname, g.Owner(p).Name(), cd.id, p, g.LastID()))
+			g.Ack(w, cd.id)
 			deleted = append(deleted, cd.id)
 			continue
 		}
 		if sc == nil {
 			if sc = g.Consumer(args[3]); sc == nil {
-				sc, _ = g.CreateConsumer(args[3], t, t)
+				sc, _ = g.CreateConsumer(w, args[3], t, t)
 				c.notify(kseStream, "xgroup-createconsumer", args[1])
 			} else {
-				sc.SeenTime = t
+				g.SetSeen(w, sc, t)
 			}
 		}
-		g.Deliver(sc, cd.id, t, !justID)
+		g.Deliver(w, sc, cd.id, t, !justID)
 		p = g.Pending(cd.id)
 		if justID {
 			c.streamID(cd.id)
@@ -695,7 +701,7 @@ func cmdXAutoClaim(c *Client, args [][]byte) {
 			s.Range(cd.id, cd.id, false, func(id types.StreamID, fv [][]byte) bool { c.streamEntry(id, fv); return false })
 		}
 		n++
-		props = append(props, xclaimProp(key, gname, sc.Name(), cd.id, p, g.LastID))
+		props = append(props, xclaimProp(key, gname, sc.Name(), cd.id, p, g.LastID()))
 	}
 	c.setArrayLen(mark, n)
 	c.array(len(deleted))

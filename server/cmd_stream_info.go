@@ -56,7 +56,7 @@ func cmdXInfo(c *Client, args [][]byte) {
 			c.bulkString("pending")
 			c.int(int64(sc.PendingLen()))
 			c.bulkString("idle")
-			c.int(max(t-sc.SeenTime, 0))
+			c.int(max(t-sc.SeenTime(), 0))
 			return true
 		})
 	case "groups":
@@ -70,7 +70,7 @@ func cmdXInfo(c *Client, args [][]byte) {
 			c.bulkString("pending")
 			c.int(int64(g.PendingLen()))
 			c.bulkString("last-delivered-id")
-			c.streamID(g.LastID)
+			c.streamID(g.LastID())
 			c.entriesRead(g)
 			c.bulkString("lag")
 			c.lag(s, g)
@@ -83,8 +83,8 @@ func cmdXInfo(c *Client, args [][]byte) {
 
 func (c *Client) entriesRead(g *types.StreamGroup) {
 	c.bulkString("entries-read")
-	if g.EntriesRead != types.SCGInvalidEntriesRead {
-		c.int(g.EntriesRead)
+	if g.EntriesRead() != types.SCGInvalidEntriesRead {
+		c.int(g.EntriesRead())
 	} else {
 		c.null()
 	}
@@ -201,7 +201,7 @@ func (c *Client) xinfoGroupFull(s *types.Stream, g *types.StreamGroup, count int
 	c.bulkString("name")
 	c.bulkString(g.Name())
 	c.bulkString("last-delivered-id")
-	c.streamID(g.LastID)
+	c.streamID(g.LastID())
 	c.entriesRead(g)
 	c.bulkString("lag")
 	c.lag(s, g)
@@ -215,10 +215,10 @@ func (c *Client) xinfoGroupFull(s *types.Stream, g *types.StreamGroup, count int
 			return false
 		}
 		c.array(4)
-		c.streamID(p.ID)
+		c.streamID(p.ID())
 		c.bulkString(owner.Name())
-		c.int(p.DeliveryTime)
-		c.int(int64(p.DeliveryCount))
+		c.int(p.DeliveryTime())
+		c.int(int64(p.DeliveryCount()))
 		n++
 		return true
 	})
@@ -238,7 +238,7 @@ func (c *Client) xinfoConsumerFull(g *types.StreamGroup, sc *types.StreamConsume
 	c.bulkString("name")
 	c.bulkString(sc.Name())
 	c.bulkString("seen-time")
-	c.int(sc.SeenTime)
+	c.int(sc.SeenTime())
 	c.bulkString("pel-count")
 	c.int(int64(sc.PendingLen()))
 	c.bulkString("pending")
@@ -251,8 +251,8 @@ func (c *Client) xinfoConsumerFull(g *types.StreamGroup, sc *types.StreamConsume
 		p := g.Pending(id)
 		c.array(3)
 		c.streamID(id)
-		c.int(p.DeliveryTime)
-		c.int(int64(p.DeliveryCount))
+		c.int(p.DeliveryTime())
+		c.int(int64(p.DeliveryCount()))
 		n++
 		return true
 	})

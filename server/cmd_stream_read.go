@@ -193,8 +193,8 @@ func (c *Client) xreadFirst(a *xreadArgs, ids []types.StreamID, props *[][][]byt
 			if gt != types.MaxStreamID {
 				sync, history = true, true
 			} else if s.Len() > 0 {
-				if last, _ := s.Last(); groups[i].LastID.Less(last) {
-					sync, gt = true, groups[i].LastID
+				if last, _ := s.Last(); groups[i].LastID().Less(last) {
+					sync, gt = true, groups[i].LastID()
 				}
 			}
 		} else if s.Len() > 0 {
@@ -246,7 +246,7 @@ func (c *Client) xreadWoken(a *xreadArgs, ids []types.StreamID, props *[][][]byt
 				c.err("NOGROUP the consumer group this client was blocked on no longer exists")
 				return true
 			}
-			gt = g.LastID
+			gt = g.LastID()
 		}
 		if !gt.Less(s.LastID()) {
 			continue
@@ -278,17 +278,17 @@ func (c *Client) serveStream(sh *shard.Shard, e *shard.Entry, s *types.Stream, k
 		c.rangeReply(s, start, types.MaxStreamID, count, false)
 		return
 	}
-	c.modifyStream(sh, e)
+	w := c.modifyStream(sh, e)
 	t := now()
 	sc := g.Consumer(a.consumer)
 	if sc == nil {
-		sc, _ = g.CreateConsumer(a.consumer, t, t)
+		sc, _ = g.CreateConsumer(w, a.consumer, t, t)
 		c.notify(kseStream, "xgroup-createconsumer", key)
 		if a.noack {
 			*props = append(*props, [][]byte{[]byte("XGROUP"), []byte("CREATECONSUMER"), key, a.group, a.consumer})
 		}
 	} else {
-		sc.SeenTime = t
+		g.SetSeen(w, sc, t)
 	}
 	start, _ := gt.Incr()
 	if history {
@@ -313,8 +313,7 @@ func (c *Client) serveStream(sh *shard.Shard, e *shard.Entry, s *types.Stream, k
 			})
 			if found {
 				if p := g.Pending(id); p != nil {
-					p.DeliveryTime = t
-					p.DeliveryCount++
+					g.SetDelivery(w, p, t, p.DeliveryCount()+1)
 				}
 			} else {
 				c.array(2)
@@ -332,13 +331,13 @@ func (c *Client) serveStream(sh *shard.Shard, e *shard.Entry, s *types.Stream, k
 	type delivery struct{ id, last types.StreamID }
 	var delivered []delivery
 	s.Range(start, types.MaxStreamID, false, func(id types.StreamID, fv [][]byte) bool {
-		if g.LastID.Less(id) {
-			s.NoteDelivered(g, id)
+		if g.LastID().Less(id) {
+			s.NoteDelivered(w, g, id)
 			advanced = true
 		}
 		c.streamEntry(id, fv)
 		if !a.noack {
-			delivered = append(delivered, delivery{id, g.LastID})
+			delivered = append(delivered, delivery{id, g.LastID()})
 		}
 		n++
 		return count == 0 || int64(n) < count
@@ -346,9 +345,9 @@ func (c *Client) serveStream(sh *shard.Shard, e *shard.Entry, s *types.Stream, k
 	c.setArrayLen(mark, n)
 	for _, d := range delivered {
 		// A new PEL entry, or one taken over (its count starts again).
-		g.Deliver(sc, d.id, t, false)
+		g.Deliver(w, sc, d.id, t, false)
 		p := g.Pending(d.id)
-		p.DeliveryCount = 1
+		g.SetDelivery(w, p, p.DeliveryTime(), 1)
 		*props = append(*props, xclaimProp(key, a.group, sc.Name(), d.id, p, d.last))
 	}
 	if a.noack && advanced {

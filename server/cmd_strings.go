@@ -374,9 +374,9 @@ func cmdAppend(c *Client, args [][]byte) {
 		c.err("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
 		return
 	}
-	if g, ok := sh.DB(c.db).GrowString(&e, len(e.Str())+len(args[2])); ok {
+	if g, w, ok := sh.DB(c.db).GrowString(&e, len(e.Str())+len(args[2])); ok {
 		// A big string grows in place (amortised, like Redis's sds).
-		p := g.Str()
+		p := g.StrW(w)
 		copy(p[len(p)-len(args[2]):], args[2])
 		c.notify(kseString, "append", args[1])
 		c.int(int64(len(p)))
@@ -486,15 +486,14 @@ func cmdSetRange(c *Client, args [][]byte) {
 	}
 	size := max(int64(len(cur)), off+int64(len(val)))
 	if found {
-		if g, ok := sh.DB(c.db).GrowString(&e, int(size)); ok {
-			copy(g.Str()[off:], val)
+		if g, w, ok := sh.DB(c.db).GrowString(&e, int(size)); ok {
+			copy(g.StrW(w)[off:], val)
 			c.notify(kseString, "setrange", args[1])
 			c.int(size)
 			return
 		}
 		if size == int64(len(cur)) {
-			sh.DB(c.db).Modify(&e)
-			copy(cur[off:], val)
+			copy(sh.DB(c.db).ModifyStr(&e)[off:], val)
 			c.notify(kseString, "setrange", args[1])
 			c.int(size)
 			return

@@ -299,6 +299,7 @@ func (s *Server) eachCommand(fn func(cmd *command)) {
 			}
 		}
 	}
+	all = append(all, s.memcacheCommands()...) // memcache_observe.go
 	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
 	for _, cmd := range all {
 		fn(cmd)
@@ -327,6 +328,11 @@ func (s *Server) totalCommands() int64 {
 					n += st.stats.slots[i].calls.Load()
 				}
 			}
+		}
+	}
+	for _, st := range s.memcacheCommands() { // memcache_observe.go
+		for i := range st.stats.slots {
+			n += st.stats.slots[i].calls.Load()
 		}
 	}
 	return n

@@ -384,6 +384,7 @@ var cmdSummaries = map[string]string{
 	"cluster|getkeysinslot":   "List up to some keys stored here in a slot",
 	"cluster|reset":           "Forget the topology (a primary must be empty)",
 	"cluster|import":          "Mark a slot or a slot range as being imported by a migration link",
+	"cluster|failover":        "Make this replica its shard's primary, with the primary's agreement unless forced",
 	"clusterx":                "Receive topology and slot moves from the control plane",
 	"readonly":                "Let this connection read from a replica of the slot's owner",
 	"readwrite":               "Stop reading from replicas on this connection",

@@ -79,6 +79,7 @@ func (lc *loopClient) Readable(in netpoll.Input, now int64) netpoll.Action {
 	eof := n <= 0
 	if n > 0 {
 		c.w += n
+		c.netRead(n) // netstats.go
 	}
 	c.lastSeen.Store(now)
 	c.gate.active.Store(1) // see scriptCache.begin
@@ -118,9 +119,11 @@ func (lc *loopClient) Output() []byte {
 
 func (lc *loopClient) Wrote(n int) {
 	if lc.tio != nil {
+		(*Client)(lc).netWrote(n) // netstats.go
 		lc.tio.wrote(n)
 		return
 	}
+	(*Client)(lc).netWrote(n) // netstats.go
 	lc.outPos += n
 	if lc.outPos == len(lc.out) {
 		(*Client)(lc).resetOut()

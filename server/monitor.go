@@ -111,36 +111,16 @@ func (s *Server) monitorLimit() outLimit {
 // feedMonitors shows the command args of c to every monitor.
 func (c *Client) feedMonitors(cmd *command, args [][]byte, ctx callCtx) {
 	args = redactArgs(cmd, args)
-	now := time.Now()
-	line := make([]byte, 0, 64+16*len(args))
-	line = append(line, '+')
-	line = strconv.AppendInt(line, now.Unix(), 10)
-	line = append(line, '.')
-	us := strconv.AppendInt(nil, int64(now.Nanosecond()/1000), 10)
-	for i := len(us); i < 6; i++ {
-		line = append(line, '0')
-	}
-	line = append(line, us...)
-	line = append(line, " ["...)
-	line = strconv.AppendInt(line, int64(c.db), 10)
-	line = append(line, ' ')
+	var who string
 	switch {
 	case ctx == callScript:
-		line = append(line, "lua"...)
+		who = "lua"
 	case c.isUnix:
-		line = append(line, "unix:"...)
-		line = append(line, c.srv.unixPath...)
+		who = "unix:" + c.srv.unixPath
 	default:
-		line = append(line, c.addr...)
+		who = c.addr
 	}
-	line = append(line, "] "...)
-	for i, a := range args {
-		if i > 0 {
-			line = append(line, ' ')
-		}
-		line = appendRepr(line, a)
-	}
-	line = append(line, '\r', '\n')
+	line := monitorLine(c.db, who, args)
 	m := &c.srv.obs.mon
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -152,6 +132,45 @@ func (c *Client) feedMonitors(cmd *command, args [][]byte, ctx callCtx) {
 			q.push(t, line)
 		}
 	}
+}
+
+// broadcast shows a line to every monitor (commands of no RESP client:
+// the memcached front end's).
+func (m *monitors) broadcast(line []byte) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for t := range m.list {
+		if q := t.view.outq.Load(); q != nil {
+			q.push(t, line)
+		}
+	}
+}
+
+// monitorLine is one MONITOR line: now, the database, who ran the command
+// and its arguments quoted.
+func monitorLine(db int, who string, args [][]byte) []byte {
+	now := time.Now()
+	line := make([]byte, 0, 64+16*len(args))
+	line = append(line, '+')
+	line = strconv.AppendInt(line, now.Unix(), 10)
+	line = append(line, '.')
+	us := strconv.AppendInt(nil, int64(now.Nanosecond()/1000), 10)
+	for i := len(us); i < 6; i++ {
+		line = append(line, '0')
+	}
+	line = append(line, us...)
+	line = append(line, " ["...)
+	line = strconv.AppendInt(line, int64(db), 10)
+	line = append(line, ' ')
+	line = append(line, who...)
+	line = append(line, "] "...)
+	for i, a := range args {
+		if i > 0 {
+			line = append(line, ' ')
+		}
+		line = appendRepr(line, a)
+	}
+	return append(line, '\r', '\n')
 }
 
 // appendRepr quotes b as Redis's sdscatrepr: "..." with \\ \" \n \r \t \a

@@ -484,7 +484,8 @@ func (q *outQueue) drain(c *Client) bool {
 		q.buf, q.spare = q.spare[:0], nil
 		q.inflight = len(out)
 		q.mu.Unlock()
-		_, err := c.nc.Write(out)
+		n, err := c.nc.Write(out)
+		c.netWrote(n) // netstats.go
 		q.mu.Lock()
 		q.inflight = 0
 		if cap(out) <= keepOutBytes {

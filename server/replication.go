@@ -35,7 +35,7 @@ func (s *Server) initReplication(cfg Config) {
 		},
 		ResetExec:  func() { s.master.db = 0 },
 		ListenPort: s.replListenPort,
-		Dial:       s.replDial,
+		Dial:       s.replDialCounted, // netstats.go
 		MasterAuth: cfg.MasterAuth,
 		MasterUser: cfg.MasterUser,
 		OutputLimits: func() *replication.OutputLimits {
@@ -171,7 +171,7 @@ func (c *Client) startSync(replid string, offArg []byte, sync bool) {
 	p := c.peer()
 	s := c.srv
 	c.handoff = func(nc net.Conn, pending []byte) {
-		p.Conn, p.Pending = nc, pending
+		p.Conn, p.Pending = s.replicaConn(nc), pending // netstats.go: repl output
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go func() {

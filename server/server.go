@@ -253,6 +253,14 @@ type Server struct {
 
 	// Snapshot striping (dbdirs.go): --dbdirs / CONFIG SET dbdirs.
 	dbDirs atomic.Pointer[[]string]
+
+	// Network counters of INFO stats (netstats.go).
+	netAcct *netStats
+	// Memcached commands in commandstats, SLOWLOG, LATENCY, MONITOR
+	// (memcache_observe.go).
+	mcObs *mcObserver
+	// CLUSTER FAILOVER runs (cluster_failover_cmd.go).
+	manualFO manualFailover
 }
 
 // New prepares a server; Start opens its listeners.
@@ -298,7 +306,9 @@ func New(cfg Config) *Server {
 	s.blocking.init()
 	s.cmds = commandTable()
 	s.initACL(cfg)
-	s.initObserve() // cmdstats.go
+	s.initObserve()         // cmdstats.go
+	s.initNetStats()        // netstats.go
+	s.initMemcacheObserve() // memcache_observe.go
 	s.configParams = configParams()
 	s.enableProtectedConfigs = normProtected(cfg.EnableProtectedConfigs)
 	s.enableDebug = normProtected(cfg.EnableDebugCommand)
@@ -404,7 +414,8 @@ func (s *Server) newMemcache(cfg Config) *memcache.Server {
 		Journal: s.commitMemcached, Loops: s.loops, Admit: s.admitWrite,
 		MaxBytes: s.cfg.maxMemory.Load, Evictions: s.evict.evicted.Load,
 		Accept: s.admitMemcached, Busy: func() bool { return s.scripts.busy.Load() != nil },
-		Route: s.memcacheRoute()}) // cluster_memcache.go
+		Route:   s.memcacheRoute(), // cluster_memcache.go
+		Observe: s.mcObs})          // memcache_observe.go
 }
 
 // MemcachedAddr is the address of the memcached listener ("" when off).
@@ -499,6 +510,7 @@ func (s *Server) cron() {
 		case <-t.C:
 		}
 		s.saveCron()
+		s.netCron() // netstats.go
 		if s.cfg.maxMemory.Load() > 0 {
 			heap, dataset := s.memoryParts(nil)
 			s.usedMem.Store(heap + dataset)

@@ -44,7 +44,15 @@ func (l *slowlog) init() {
 
 // slowlogPush logs a command that took us microseconds.
 func (c *Client) slowlogPush(cmd *command, args [][]byte, us int64) {
-	args = redactArgs(cmd, args)
+	c.mu.Lock()
+	name := c.name
+	c.mu.Unlock()
+	c.srv.obs.slow.add(redactArgs(cmd, args), us, c.addr, name)
+}
+
+// add appends an entry for a command of us microseconds run by the client
+// at addr named name, its arguments trimmed as Redis trims them.
+func (l *slowlog) add(args [][]byte, us int64, addr, name string) {
 	n := len(args)
 	if n > slowlogMaxArgc {
 		n = slowlogMaxArgc
@@ -61,13 +69,9 @@ func (c *Client) slowlogPush(cmd *command, args [][]byte, us int64) {
 			kept[j] = append([]byte(nil), a...)
 		}
 	}
-	c.mu.Lock()
-	name := c.name
-	c.mu.Unlock()
-	l := &c.srv.obs.slow
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.entries = append(l.entries, slowEntry{id: l.nextID, unix: time.Now().Unix(), us: us, args: kept, addr: c.addr, name: name})
+	l.entries = append(l.entries, slowEntry{id: l.nextID, unix: time.Now().Unix(), us: us, args: kept, addr: addr, name: name})
 	l.nextID++
 	l.trim()
 }

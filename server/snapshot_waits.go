@@ -18,8 +18,8 @@ func saveWaits(st snapshot.Stats) string {
 		}
 		return (total / time.Duration(n)).Round(time.Microsecond)
 	}
-	return fmt.Sprintf("hook max %v (%v without budget waits) mean %v n %d; hold max %v mean %v n %d; hook budget wait %v",
+	return fmt.Sprintf("hook max %v (%v without budget waits) mean %v n %d; hold max %v mean %v n %d; hook budget wait %v; waits by cause: %v",
 		st.HookMax.Round(time.Microsecond), st.HookWorkMax.Round(time.Microsecond), mean(st.HookTotal, st.Hooks), st.Hooks,
 		st.HoldMax.Round(time.Microsecond), mean(st.HoldTotal, st.Holds), st.Holds,
-		st.HookBudgetWait.Round(time.Microsecond))
+		st.HookBudgetWait.Round(time.Microsecond), st.Waits)
 }

@@ -87,7 +87,10 @@ func (e *Entry) Expired(now int64) bool {
 	return e.hdr.expireAt != 0 && e.hdr.expireAt <= now
 }
 
-// Str is a string entry's value.
+// Str is a string entry's value, for reading only: its bytes are the
+// shard's memory, and an in-place change goes through StrW (writegate.go)
+// so that a running snapshot captures the old value first. The slice's
+// capacity is its length, so an append to it copies.
 func (e *Entry) Str() []byte { return e.hdr.val }
 
 // Obj is a collection entry's object.
@@ -173,6 +176,9 @@ func (d *DB) overwrite(pos dash.Pos, h uint64, key []byte, v Value, flags byte, 
 		// Same size class: overwrite in place. Replace with the same ref
 		// tells the index (and a running snapshot) that the bucket changes.
 		d.main.Replace(pos, oldRef)
+		if oldObj >= 0 {
+			d.forgetShared(oldRef) // the old collection object leaves the store
+		}
 		if old.flags&flagExpire != 0 && flags&flagExpire == 0 {
 			d.removeExpire(h, key)
 		}

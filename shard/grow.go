@@ -1,6 +1,10 @@
 package shard
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/damselflydb/damselfly/shard/types"
+)
 
 // GrowString lengthens the string value of e in place to n bytes (the new
 // bytes zero), for commands that extend a string (SETBIT, BITFIELD,
@@ -10,15 +14,16 @@ import "encoding/binary"
 // otherwise it changes nothing and returns false (then Put a grown copy).
 // e must come from Lookup or Find under the same lock hold, unchanged
 // since. Like Modify, it lets a running snapshot capture the old value
-// first, and counts as a write.
-func (d *DB) GrowString(e *Entry, n int) (Entry, bool) {
+// first, counts as a write, and returns the right to change the grown
+// value's bytes (the returned Entry's StrW).
+func (d *DB) GrowString(e *Entry, n int) (Entry, types.W, bool) {
 	vlen := len(e.hdr.val)
 	if Type(e.hdr.flags&typeMask) != TypeString || n < vlen || uvarintLen(uint64(n)) != uvarintLen(uint64(vlen)) {
-		return *e, false
+		return *e, types.W{}, false
 	}
 	oldSize := encodedSize(e.hdr.flags, len(e.hdr.key), vlen)
 	if !d.slab.IsLarge(e.ref) || d.slab.Size(e.ref) != oldSize {
-		return *e, false
+		return *e, types.W{}, false
 	}
 	newSize := oldSize + n - vlen
 	*d.dirty++
@@ -31,5 +36,6 @@ func (d *DB) GrowString(e *Entry, n int) (Entry, bool) {
 	binary.PutUvarint(mem[1+atimeSize+uvarintLen(uint64(len(e.hdr.key))):], uint64(n))
 	d.slab.AdjustRequested(newSize - oldSize)
 	d.valBytes += int64(n - vlen)
-	return Entry{db: d, pos: e.pos, ref: e.ref, h: e.h, hdr: decodeHeader(mem)}, true
+	g := Entry{db: d, pos: e.pos, ref: e.ref, h: e.h, hdr: decodeHeader(mem)}
+	return g, grant(&g), true
 }

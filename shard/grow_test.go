@@ -22,12 +22,12 @@ func TestGrowString(t *testing.T) {
 			t.Fatal("lost the key")
 		}
 		n := len(want) + 1 + i%5
-		e2, grown := d.GrowString(&e, n)
+		e2, w, grown := d.GrowString(&e, n)
 		if !grown {
 			t.Fatalf("step %d: GrowString(%d) refused", i, n)
 		}
 		want = append(want, make([]byte, n-len(want))...)
-		p := e2.Str()
+		p := e2.StrW(w)
 		p[len(p)-1] = byte(i)
 		want[len(want)-1] = byte(i)
 		if e2.ExpireAt() != 1<<50 {
@@ -38,14 +38,14 @@ func TestGrowString(t *testing.T) {
 	if !bytes.Equal(e.Str(), want) {
 		t.Fatalf("value differs (len %d, want %d)", len(e.Str()), len(want))
 	}
-	if _, ok := d.GrowString(&e, len(want)*200); ok {
+	if _, _, ok := d.GrowString(&e, len(want)*200); ok {
 		t.Fatal("grew across a change of the length's encoding size")
 	}
 	small := []byte("small")
 	hs := Hash(small)
 	d.Put(hs, small, Value{Type: TypeString, Str: []byte("abc")})
 	es, _ := d.Find(hs, small)
-	if _, ok := d.GrowString(&es, 10); ok {
+	if _, _, ok := d.GrowString(&es, 10); ok {
 		t.Fatal("grew a small chunk in place")
 	}
 }

@@ -24,9 +24,11 @@ import (
 //   - Only the main tables need the hook: the expires tables index the same
 //     entries, and every change to an entry goes through its main table
 //     first (DB.Put, DB.Delete, DB.Modify).
-//   - A command cannot change a stored list, hash, set or sorted set
-//     without the hook: the types' mutating methods need the types.W that
-//     DB.Modify returns after running it (writegate.go).
+//   - A command cannot change a stored value of any type without the hook:
+//     the types' mutating methods (streams' groups, consumers and PELs
+//     included) need the types.W that DB.Modify returns after running it,
+//     and a string's bytes are writable only through Entry.StrW with that
+//     W, or DB.ModifyStr (writegate.go).
 //   - The snapshot keeps the databases as they were at the cut, by index:
 //     SWAPDB only swaps the shard's pointers, and FLUSHDB/FLUSHALL leave a
 //     pinned database to the snapshot, which releases it in Finish. Nothing
@@ -41,7 +43,8 @@ import (
 type SnapshotSink interface {
 	// Entry is called for each entry of a captured bucket of database db
 	// (the index at the cut). The entry (its bytes and object) is valid only
-	// during the call and must not be changed: copy or encode it.
+	// during the call and must not be changed: copy or encode it, or
+	// share a big value's bytes or object (snapshot_share.go).
 	Entry(db int, e *Entry)
 	// AfterHook is called after every run of the pre-change hook (captured
 	// tells whether it captured a bucket), before the write that triggered

@@ -13,6 +13,11 @@ import (
 // (Entry.ShareStr, Entry.Share) and encode the bytes later, off the lock, so a writer
 // that captures a bucket of 10 MB values pays microseconds, not a copy.
 //
+// Collections are shared the same way (Entry.ShareObj): their object is
+// read by the sink off the lock; before Modify changes it, or when an
+// overwrite, Delete or Forget lets go of it, the sink is told (Unshare,
+// Dropped) and copies what it has not encoded yet.
+//
 // Invariants, while a snapshot runs on the shard:
 //   - The DB never writes into the value bytes of a shared chunk. An
 //     overwrite of a large value by one of the same size, which would reuse
@@ -32,6 +37,10 @@ type StrSharer interface {
 	// sink shared (token from ShareStr) change in place. On return the sink
 	// must no longer read them.
 	Unshare(token any)
+	// Dropped is called, shard locked, when the store lets go of a value
+	// the sink shared (overwritten by a new chunk, or deleted): from then
+	// on the sink's reference alone keeps the bytes, which are unchanged.
+	Dropped(token any)
 }
 
 // sharedStrs is a DB's record of the chunks shared with the running
@@ -54,7 +63,24 @@ func (e *Entry) ShareStr() ([]byte, bool) {
 	return e.hdr.val, true
 }
 
-// Share records e's chunk (ShareStr said true) as shared under token.
+// ShareObj returns a collection entry's object for the sink to read off
+// the lock; false for strings or when the sink does not share. As with
+// ShareStr, the sink then calls Share. The DB never changes a shared
+// object without telling the sink first: Modify and ModifyUnwatched call
+// Unshare after the pre-change hook, and an overwrite, Delete or Forget
+// calls Dropped (the object may live on under another key after RENAME or
+// MOVE, so the sink must stop reading it then too). Reads of a collection
+// change nothing in it, so the sink may read it while commands read it
+// under the shard lock.
+func (e *Entry) ShareObj() (any, bool) {
+	d := e.db
+	if d == nil || d.shared == nil || Type(e.hdr.flags&typeMask) == TypeString {
+		return nil, false
+	}
+	return e.Obj(), true
+}
+
+// Share records e's chunk (ShareStr or ShareObj said true) as shared under token.
 func (e *Entry) Share(token any) { e.db.shared.refs[e.ref] = token }
 
 // startSharing makes the DB keep its large chunks for the sink (StartSnapshot).
@@ -96,7 +122,11 @@ func (d *DB) unshare(ref dash.Ref) {
 
 // forgetShared is called when ref is freed: the sink keeps the bytes.
 func (d *DB) forgetShared(ref dash.Ref) {
-	if d.shared != nil {
+	if d.shared == nil {
+		return
+	}
+	if tok, ok := d.shared.refs[ref]; ok {
 		delete(d.shared.refs, ref)
+		d.shared.sink.Dropped(tok)
 	}
 }

@@ -11,11 +11,12 @@
 //     keys lock their shards in ascending ID order (LockMany), which makes
 //     them atomic and deadlock-free.
 //   - Any change to a stored value goes through DB.Put, DB.Delete or, for
-//     in-place changes of collections, DB.Modify first: the index's
-//     pre-change hook is how a running snapshot captures the old value.
-//     For lists, hashes, sets and sorted sets the types enforce it: their
-//     mutating methods need the types.W that only Modify grants for a
-//     stored object (writegate.go).
+//     in-place changes, DB.Modify first: the index's pre-change hook is
+//     how a running snapshot captures the old value. The types enforce it
+//     for every value: collections' (streams' too) mutating methods need
+//     the types.W that only Modify grants for a stored object, and a
+//     string's bytes are writable only through Entry.StrW with the W of
+//     its value (writegate.go).
 //   - Expiry is lazy (Lookup deletes what it finds expired) plus an active
 //     cycle (ExpireCycle) that samples only keys with an expiry. On a
 //     replica (SetReplica) neither deletes: expired keys read as missing

@@ -3,32 +3,55 @@ package snapshot
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/damselflydb/damselfly/shard"
+	"github.com/damselflydb/damselfly/shard/types"
 	"github.com/damselflydb/damselfly/snapshot/rdb"
 )
 
-// Big strings are encoded off the shard lock. A string in a large slab
+// Big values are encoded off the shard lock. A string in a large slab
 // chunk (over 16 KiB) is not copied when its bucket is captured, by the
 // traversal or by a writer's pre-change hook: the serializer takes a
 // reference (shard.Entry.ShareStr; the shard then never writes into those
 // bytes, see shard/snapshot_share.go) and queues it to its encoder
 // goroutine, which encodes it into a chunk of its own while writes go on.
 // A writer capturing a bucket of 10 MB values therefore pays a few
-// microseconds instead of copying up to 80 MB with its shard locked.
+// microseconds instead of copying up to 80 MB with its shard locked. A
+// collection whose MemoryUsage is over bigObj is captured the same way
+// (shard.Entry.ShareObj): the encoder reads the live object unlocked,
+// which is safe because reads change nothing in a collection and every
+// change goes through Modify (Unshare) or replaces or drops the object
+// (Dropped); both make the serializer clone the object first if the
+// encoder has not encoded it yet (or wait for the one encoding running).
+// So a writer that reaches a bucket of big collections pays at most one
+// clone, of the collection it changes, instead of encoding the bucket; a
+// RENAME or DEL of a big collection not encoded yet also pays a clone
+// (Delete and Forget look alike to the shard, and after RENAME the object
+// lives on under the new key).
 //
-// Memory: a shared value is charged to the budget (budget.go) when it is
-// captured, as if copied, because it is extra memory as soon as the key is
-// overwritten or deleted; its chunk takes the charge over, and the writer
-// releases it once written. When the budget is used up a capture waits for
-// room, shard locked: writers then wait for the output, as before, for
-// about (bytes over the budget) / (output rate), e.g. 10 MB at 32 MB/s is
-// 0.3 s. The traversal waits the same way when writers' captures took the
-// room it saw free before its lock hold (a hold starts only while at most
-// half the budget is in use), so the bound holds at any write rate. The
-// encoder and the writers never take a shard lock, so this cannot deadlock.
+// Memory (budget.go): a shared value still live in the store is not extra
+// memory, so capturing it charges nothing; it is only counted among the
+// budget's references, which keep the traversal from running ahead of the
+// output. It is charged when it becomes extra memory: when the encoder is
+// about to copy it into a chunk (the encoder waits for room, off the
+// lock; the chunk then takes the charge over and the writer releases it),
+// or when the store lets go of it before it was encoded (overwritten,
+// deleted: shard calls Dropped; changed in place: Unshare copies it). Such
+// a dropped value is encoded first, ahead of live ones, since it is the
+// memory the save holds that nothing else does. So a writer that captures
+// a bucket of big values waits for nothing: a hook costs microseconds
+// whatever the sizes. Only when writers drop values not yet written faster
+// than the output drains them, for long enough to fill the whole budget,
+// does a dropping writer wait for room with its shard locked: that last
+// resort is what keeps the bound a constant (Redis's fork pays the same
+// case in copy-on-write memory), and waits.go counts it apart ("drop
+// budget wait"). The encoder never waits for room while a dropped value is
+// pending, and no goroutine holding a bigItem's mutex waits for room, so
+// the dropping writer's wait always ends as the output drains.
 // Before a value is changed in place (SETRANGE, SETBIT, APPEND within its
 // capacity...), the shard calls Unshare: the serializer copies the bytes
 // it has not encoded yet, or the writer waits for the one value being
@@ -39,16 +62,30 @@ import (
 
 // bigItem is one shared string waiting for the encoder.
 type bigItem struct {
-	mu     sync.Mutex
-	db     int
-	key    []byte
-	val    []byte // the shard's bytes until done (or a copy after Unshare)
+	mu  sync.Mutex
+	db  int
+	key []byte
+	val []byte // the shard's bytes until done (or a copy after Unshare)
+	// A big collection (bigObj) instead of a string: its type and the
+	// shard's object until done (or a clone after Unshare or Dropped).
+	typ    shard.Type
+	obj    any
 	exp    int64
 	meta   bool
 	flags  uint32
-	charge int64 // bytes charged to the budget
-	done   bool  // encoded (or dropped): val no longer read
+	charge int64 // bytes charged to the budget once extra memory
+	// state is itemLive (referenced, not charged), itemCharged (charged:
+	// dropped by the store, or being encoded) or itemDone (encoded or
+	// given up: val no longer read). It moves only forward; the step from
+	// live to charged is taken by whoever wins its CompareAndSwap.
+	state atomic.Int32
 }
+
+const (
+	itemLive int32 = iota
+	itemCharged
+	itemDone
+)
 
 // bigQueue hands shared strings from the shard-locked captures to the
 // encoder goroutine.
@@ -60,6 +97,10 @@ type bigQueue struct {
 	exited chan struct{}
 }
 
+// bigObj is the memory (MemoryUsage) from which a collection is captured
+// by reference, as a big string is.
+const bigObj = 16 << 10
+
 // bigPerHold bounds the shared bytes one traversal lock hold captures, so
 // the hold stays short and the budget is checked between holds.
 const bigPerHold = 8 * chunkBytes
@@ -67,29 +108,33 @@ const bigPerHold = 8 * chunkBytes
 // shareBig captures e (a live key of database db, expiring at exp) by
 // reference if it is a big string; false means encode it now.
 func (s *serializer) shareBig(db int, e *shard.Entry, exp int64) bool {
-	if e.Type() != shard.TypeString {
-		return false
+	it := &bigItem{db: db, exp: exp, typ: e.Type()}
+	if it.typ == shard.TypeString {
+		val, ok := e.ShareStr()
+		if !ok {
+			return false
+		}
+		it.val = val
+		it.charge = int64(len(val))
+	} else {
+		obj, ok := e.ShareObj()
+		if !ok {
+			return false
+		}
+		m, ok := obj.(interface{ MemoryUsage() int })
+		if !ok || m.MemoryUsage() < bigObj {
+			return false
+		}
+		it.obj = obj
+		it.charge = int64(m.MemoryUsage())
 	}
-	val, ok := e.ShareStr()
-	if !ok {
-		return false
-	}
-	it := &bigItem{db: db, exp: exp}
 	e.Share(it)
 	it.key = bytes.Clone(e.Key())
-	it.val = val
 	if e.HasMeta() {
 		it.meta, it.flags = true, e.MCFlags()
 	}
-	it.charge = int64(len(val) + len(it.key) + 64) // + the record's opcodes, lengths, expiry and flags
-	t := time.Now()
-	if !s.r.mem.acquire(it.charge, s.r.abort) {
-		it.done = true
-		return true
-	}
-	if !s.traversing {
-		s.hookBudget += time.Since(t)
-	}
+	it.charge += int64(len(it.key) + 64) // + the record's opcodes, lengths, expiry and flags
+	s.r.mem.ref(it.charge)               // live: referenced, not charged
 	s.heldBig += it.charge
 	s.r.keys.Add(1)
 	q := &s.big
@@ -105,66 +150,161 @@ func (s *serializer) shareBig(db int, e *shard.Entry, exp int64) bool {
 
 // Unshare implements shard.StrSharer (shard locked): the bytes of the
 // value token names are about to change in place.
-func (s *serializer) Unshare(token any) {
-	it := token.(*bigItem)
+func (s *serializer) Unshare(token any) { s.detach(token.(*bigItem)) }
+
+// detach makes the item stop reading the shard's bytes or object: a copy
+// (the encoder is done with it, or has not started: it.mu) is extra
+// memory, charged outside it.mu.
+func (s *serializer) detach(it *bigItem) {
+	t := time.Now()
 	it.mu.Lock()
-	if !it.done {
-		it.val = bytes.Clone(it.val)
+	copied := it.state.Load() != itemDone
+	if copied {
+		if it.obj != nil {
+			it.obj = cloneObj(it.obj)
+		} else {
+			it.val = bytes.Clone(it.val)
+		}
 	}
 	it.mu.Unlock()
+	s.r.waits.note(causeCopy, time.Since(t))
+	if copied {
+		s.dropped(it)
+	}
+}
+
+// Dropped implements shard.StrSharer (shard locked): the store no longer
+// holds the value token names (overwritten or deleted; a collection's
+// object may live on under another key, RENAME, so it is cloned first).
+func (s *serializer) Dropped(token any) {
+	it := token.(*bigItem)
+	if it.typ != shard.TypeString {
+		s.detach(it)
+		return
+	}
+	s.dropped(it)
+}
+
+// cloneObj deep-copies a collection object.
+func cloneObj(obj any) any {
+	switch o := obj.(type) {
+	case *types.List:
+		return o.Clone()
+	case *types.Set:
+		return o.Clone()
+	case *types.Hash:
+		return o.Clone()
+	case *types.ZSet:
+		return o.Clone()
+	case *types.Stream:
+		return o.Clone()
+	}
+	panic(fmt.Sprintf("snapshot: cannot clone %T", obj))
+}
+
+// dropped charges it to the budget if nobody did yet and moves it to the
+// front of the encoder's work. The charge waits for room only when the
+// whole budget is in use (the last resort, see above), shard locked.
+func (s *serializer) dropped(it *bigItem) {
+	if !it.state.CompareAndSwap(itemLive, itemCharged) {
+		return
+	}
+	s.r.mem.ref(-it.charge)
+	if !s.r.mem.tryAcquire(it.charge) {
+		t := time.Now()
+		s.r.mem.acquire(it.charge, s.r.abort)
+		d := time.Since(t)
+		s.r.waits.note(causeDropBudget, d)
+		s.r.waits.budgetNs.Add(int64(d))
+	}
+	select {
+	case s.big.wake <- struct{}{}:
+	default:
+	}
 }
 
 // encodeBig is the encoder goroutine: it encodes the shared strings, one
-// chunk each, until stopBig.
+// chunk each, until stopBig. Dropped values (already charged) go first; a
+// live one waits for room in the budget, but never while a dropped one is
+// pending.
 func (s *serializer) encodeBig() {
 	q := &s.big
 	defer close(q.exited)
 	var buf appendBuffer
 	rw := rdb.NewRecordWriter(&buf, s.r.version)
 	rw.SetLimits(s.r.limits)
+	var pending []*bigItem
 	for {
 		q.mu.Lock()
-		items, closed := q.items, q.closed
+		pending = append(pending, q.items...)
+		closed := q.closed
 		q.items = nil
 		q.mu.Unlock()
-		if len(items) == 0 {
+		if len(pending) == 0 {
 			if closed {
 				return
 			}
 			<-q.wake
 			continue
 		}
-		for _, it := range items {
-			it.mu.Lock()
-			if s.r.failed() != nil {
-				it.done, it.val = true, nil
-				it.mu.Unlock()
-				continue
+		i := slices.IndexFunc(pending, func(it *bigItem) bool { return it.state.Load() == itemCharged })
+		if i < 0 {
+			i = 0
+			it := pending[0]
+			if s.r.failed() == nil {
+				w := s.r.mem.waitCh()
+				if !s.r.mem.tryAcquire(it.charge) {
+					select {
+					case <-w:
+					case <-q.wake:
+					case <-s.r.abort:
+					}
+					continue
+				}
+				if it.state.CompareAndSwap(itemLive, itemCharged) {
+					s.r.mem.ref(-it.charge)
+				} else {
+					s.r.mem.release(it.charge) // dropped meanwhile: charged already
+				}
 			}
-			buf.b = s.r.getBuf()
-			var err error
-			if it.meta {
-				err = rw.MCFlags(it.flags)
-			}
-			if err == nil {
+		}
+		it := pending[i]
+		pending = slices.Delete(pending, i, i+1)
+		it.mu.Lock()
+		if s.r.failed() != nil {
+			it.val, it.obj = nil, nil
+			it.state.Store(itemDone)
+			it.mu.Unlock()
+			continue
+		}
+		buf.b = s.r.getBuf()
+		var err error
+		if it.meta {
+			err = rw.MCFlags(it.flags)
+		}
+		if err == nil {
+			if it.obj != nil {
+				err = encodeObj(rw, it.key, it.typ, it.obj, it.exp)
+			} else {
 				err = rw.String(it.key, it.val, it.exp)
 			}
-			if err == nil {
-				err = rw.Flush()
-			}
-			it.done, it.val = true, nil
-			it.mu.Unlock()
-			if err != nil {
-				s.r.fail(fmt.Errorf("snapshot: key %q: %w", it.key, err))
-				continue
-			}
-			c := chunk{db: it.db, data: buf.b}
-			s.r.mem.adjust(int64(len(c.data)) - it.charge) // the chunk takes the item's charge over
-			select {
-			case s.queue <- c:
-			case <-s.r.abort:
-				s.r.written(c)
-			}
+		}
+		if err == nil {
+			err = rw.Flush()
+		}
+		it.val, it.obj = nil, nil
+		it.state.Store(itemDone)
+		it.mu.Unlock()
+		if err != nil {
+			s.r.fail(fmt.Errorf("snapshot: key %q: %w", it.key, err))
+			continue
+		}
+		c := chunk{db: it.db, data: buf.b}
+		s.r.mem.adjust(int64(len(c.data)) - it.charge) // the chunk takes the item's charge over
+		select {
+		case s.queue <- c:
+		case <-s.r.abort:
+			s.r.written(c)
 		}
 	}
 }

@@ -70,13 +70,12 @@ func TestBigValuesAtTheCut(t *testing.T) {
 			case op == 1: // another size
 				d.Put(h, k, shard.Value{Type: shard.TypeString, Str: fill(size(i)+1+r.IntN(5000), s)})
 			case op == 2: // grown in place
-				if g, grown := d.GrowString(&e, len(e.Str())+1+r.IntN(100)); grown {
-					p := g.Str()
+				if g, w, grown := d.GrowString(&e, len(e.Str())+1+r.IntN(100)); grown {
+					p := g.StrW(w)
 					p[0], p[len(p)-1] = s, s
 				}
 			case op == 3: // changed in place after Modify
-				d.Modify(&e)
-				p := e.Str()
+				p := d.ModifyStr(&e)
 				p[r.IntN(len(p))] = s
 			case op == 4:
 				d.Delete(&e)

@@ -5,23 +5,28 @@ import "sync"
 // DefaultMaxExtraMemory is Options.MaxExtraMemory's default.
 const DefaultMaxExtraMemory = 64 << 20
 
-// budget bounds the bytes of encoded records a save holds between its
-// serializers and its writers (sealed chunks queued or being written), so
-// a save's extra memory is a constant whatever the values' size and the
-// write rate. A serializer that would exceed it waits, shard locked, for
-// the writers to drain: a writer touching a key not yet saved then waits
-// for the saver instead of the save copying more (Valkey's choice for its
-// forkless save). The writers never take a shard lock, so this cannot
-// deadlock. One chunk is always let through when nothing is in flight, so
-// a single record larger than the budget (a 100 MB value) still goes out,
-// alone. The traversal waits, shard unlocked, until no more than half the
-// budget is in use before each lock hold, so writes that capture keys not
-// yet saved find the other half free and rarely wait.
+// budget bounds the save's extra memory: the bytes of encoded records a
+// save holds between its serializers and its writers (sealed chunks queued
+// or being written) and the big strings it references that the store no
+// longer holds (overwritten, deleted or copied before a change in place,
+// bigvalues.go), so a save's extra memory is a constant whatever the
+// values' size and the write rate. Big strings captured by reference and
+// still live in the store are not extra memory: they are counted apart
+// (refs), only to keep the traversal from running far ahead of the output.
+//
+// Who waits for room: the traversal, shard unlocked, until no more than
+// a quarter of the budget (used + refs) is in use before each lock hold; the big
+// value encoder, off the lock; and, only as the last resort when the whole
+// budget is used, a writer's hook (shard locked). The writers never take a
+// shard lock, so this cannot deadlock. One chunk is always let through
+// when nothing is in flight, so a single record larger than the budget (a
+// 100 MB value) still goes out, alone.
 type budget struct {
 	limit int64
 	mu    sync.Mutex
 	used  int64
 	peak  int64
+	refs  int64         // big strings captured by reference, live, not yet charged
 	wake  chan struct{} // closed (and replaced) by every release
 }
 
@@ -52,12 +57,42 @@ func (b *budget) acquire(n int64, abort <-chan struct{}) bool {
 	}
 }
 
-// waitBelow waits until at most n bytes are in flight; false if abort
-// closed first.
+// tryAcquire reserves n bytes if there is room now.
+func (b *budget) tryAcquire(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used == 0 || b.used+n <= b.limit {
+		b.used += n
+		b.peak = max(b.peak, b.used)
+		return true
+	}
+	return false
+}
+
+// waitCh is closed by the next release.
+func (b *budget) waitCh() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.wake
+}
+
+// ref adds n (which may be negative) to the bytes referenced, not charged.
+func (b *budget) ref(n int64) {
+	b.mu.Lock()
+	b.refs += n
+	if n < 0 {
+		close(b.wake)
+		b.wake = make(chan struct{})
+	}
+	b.mu.Unlock()
+}
+
+// waitBelow waits until at most n bytes are in flight or referenced; false
+// if abort closed first.
 func (b *budget) waitBelow(n int64, abort <-chan struct{}) bool {
 	for {
 		b.mu.Lock()
-		if b.used <= n {
+		if b.used+b.refs <= n {
 			b.mu.Unlock()
 			return true
 		}

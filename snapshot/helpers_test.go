@@ -62,13 +62,13 @@ func canonStream(b *strings.Builder, s *types.Stream) {
 		return true
 	})
 	s.Groups(func(g *types.StreamGroup) bool {
-		fmt.Fprintf(b, " group %q last=%s read=%d pel=", g.Name(), g.LastID, g.EntriesRead)
+		fmt.Fprintf(b, " group %q last=%s read=%d pel=", g.Name(), g.LastID(), g.EntriesRead())
 		g.PendingAscend(types.StreamID{}, func(p *types.PendingEntry, c *types.StreamConsumer) bool {
-			fmt.Fprintf(b, "[%s %q %d %d]", p.ID, c.Name(), p.DeliveryCount, p.DeliveryTime)
+			fmt.Fprintf(b, "[%s %q %d %d]", p.ID(), c.Name(), p.DeliveryCount(), p.DeliveryTime())
 			return true
 		})
 		g.Consumers(func(c *types.StreamConsumer) bool {
-			fmt.Fprintf(b, " consumer %q seen=%d pel=", c.Name(), c.SeenTime)
+			fmt.Fprintf(b, " consumer %q seen=%d pel=", c.Name(), c.SeenTime())
 			c.Pending(types.StreamID{}, func(id types.StreamID) bool { fmt.Fprintf(b, "%s,", id); return true })
 			return true
 		})
@@ -206,7 +206,7 @@ func fillAllTypes(st *shard.Store, futureMs int64) {
 // long values, repeated fields, changing field sets), deletions, and two
 // consumer groups with pending entries; nowMs stamps deliveries.
 func testStream(n int, nowMs int64) *types.Stream {
-	s := types.NewStream()
+	s, w := types.NewStream()
 	lim := &types.DefaultLimits
 	for i := 0; i < n; i++ {
 		id := types.StreamID{Ms: uint64(1000 + i/3), Seq: uint64(i % 3)}
@@ -219,30 +219,30 @@ func testStream(n int, nowMs int64) *types.Stream {
 		case 3:
 			fv = bss(2, func(j int) string { return []string{"big", strings.Repeat("L", 70+i%5000)}[j] })
 		}
-		if err := s.Add(id, fv, lim); err != nil {
+		if err := s.Add(w, id, fv, lim); err != nil {
 			panic(err)
 		}
 	}
 	for i := 0; i < n; i += 7 {
-		s.Delete(types.StreamID{Ms: uint64(1000 + i/3), Seq: uint64(i % 3)})
+		s.Delete(w, types.StreamID{Ms: uint64(1000 + i/3), Seq: uint64(i % 3)})
 	}
 	if n == 0 {
 		return s
 	}
-	g := s.CreateGroup([]byte("g2"), s.LastID(), int64(s.EntriesAdded()))
-	g.CreateConsumer([]byte("idle"), nowMs-5000, nowMs-5000)
-	g = s.CreateGroup([]byte("g1"), types.StreamID{}, 0)
-	alice, _ := g.CreateConsumer([]byte("alice"), nowMs, nowMs)
-	bob, _ := g.CreateConsumer([]byte("bob"), nowMs-10, nowMs-10)
+	g := s.CreateGroup(w, []byte("g2"), s.LastID(), int64(s.EntriesAdded()))
+	g.CreateConsumer(w, []byte("idle"), nowMs-5000, nowMs-5000)
+	g = s.CreateGroup(w, []byte("g1"), types.StreamID{}, 0)
+	alice, _ := g.CreateConsumer(w, []byte("alice"), nowMs, nowMs)
+	bob, _ := g.CreateConsumer(w, []byte("bob"), nowMs-10, nowMs-10)
 	k := 0
 	s.Range(types.StreamID{}, types.MaxStreamID, false, func(id types.StreamID, _ [][]byte) bool {
 		c := alice
 		if k%3 == 0 {
 			c = bob
 		}
-		g.Deliver(c, id, nowMs-int64(k), false)
-		g.LastID = id
-		g.EntriesRead++
+		g.Deliver(w, c, id, nowMs-int64(k), false)
+		g.SetLastID(w, id)
+		g.SetEntriesRead(w, g.EntriesRead()+1)
 		k++
 		return k < 50
 	})

@@ -48,13 +48,12 @@ func TestPointInTimeInPlaceStrings(t *testing.T) {
 			s := seq.Add(1)
 			e, ok := sh.Lookup(0, h, k, time.Now().UnixMilli())
 			if ok && len(e.Str()) >= 20000 && r.IntN(2) == 0 {
-				if g, grown := sh.DB(0).GrowString(&e, len(e.Str())+1+r.IntN(3)); grown {
-					p := g.Str()
+				if g, w, grown := sh.DB(0).GrowString(&e, len(e.Str())+1+r.IntN(3)); grown {
+					p := g.StrW(w)
 					p[len(p)-1] = byte(s)
 				}
 			} else if ok {
-				sh.DB(0).Modify(&e)
-				p := e.Str()
+				p := sh.DB(0).ModifyStr(&e)
 				p[r.IntN(len(p))] = byte(s)
 			}
 			sh.Unlock()

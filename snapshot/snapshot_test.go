@@ -91,8 +91,8 @@ func TestPointInTime(t *testing.T) {
 			z.Add(zw, []byte("m"), 0, 0, lim)
 			put(st, 0, k, shard.Value{Type: shard.TypeZSet, Obj: z})
 		case 5:
-			x := types.NewStream()
-			x.Add(types.StreamID{Ms: 1}, [][]byte{[]byte("f"), []byte("0")}, lim)
+			x, xw := types.NewStream()
+			x.Add(xw, types.StreamID{Ms: 1}, [][]byte{[]byte("f"), []byte("0")}, lim)
 			put(st, 1, k, shard.Value{Type: shard.TypeStream, Obj: x})
 		}
 	}
@@ -136,21 +136,21 @@ func TestPointInTime(t *testing.T) {
 				w := d.Modify(&e)
 				e.Obj().(*types.ZSet).Add(w, []byte(strconv.FormatInt(s%30, 10)), float64(s), 0, lim)
 			case e.Type() == shard.TypeStream:
-				d.Modify(&e)
+				w := d.Modify(&e)
 				x := e.Obj().(*types.Stream)
 				id, _ := x.NextID(uint64(s))
-				x.Add(id, [][]byte{[]byte("f"), []byte(strconv.FormatInt(s, 10))}, lim)
+				x.Add(w, id, [][]byte{[]byte("f"), []byte(strconv.FormatInt(s, 10))}, lim)
 				if s%3 == 0 {
-					x.Trim(types.TrimArgs{Enabled: true, MaxLen: true, N: 5})
+					x.Trim(w, types.TrimArgs{Enabled: true, MaxLen: true, N: 5})
 				}
 				if s%5 == 0 {
 					g := x.Group([]byte("g"))
 					if g == nil {
-						g = x.CreateGroup([]byte("g"), types.StreamID{}, 0)
+						g = x.CreateGroup(w, []byte("g"), types.StreamID{}, 0)
 					}
-					c, _ := g.CreateConsumer([]byte("c"), s, s)
+					c, _ := g.CreateConsumer(w, []byte("c"), s, s)
 					if first, ok := x.First(); ok {
-						g.Deliver(c, first, s, true)
+						g.Deliver(w, c, first, s, true)
 					}
 				}
 			}

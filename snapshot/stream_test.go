@@ -57,9 +57,10 @@ func TestCorruptStreamPayloads(t *testing.T) {
 			return true
 		})
 		id, _ := x.NextID(uint64(time.Now().UnixMilli()))
-		x.Add(id, [][]byte{[]byte("f"), []byte("v")}, nil)
-		x.Trim(types.TrimArgs{Enabled: true, MaxLen: true, N: 10})
-		x.Delete(id)
+		x, w := x.CloneW() // a loaded value is changed only once stored (Modify); its copy here
+		x.Add(w, id, [][]byte{[]byte("f"), []byte("v")}, nil)
+		x.Trim(w, types.TrimArgs{Enabled: true, MaxLen: true, N: 10})
+		x.Delete(w, id)
 		x.RaxNodes()
 	}
 	if rejected == 0 {

@@ -1,6 +1,8 @@
 package snapshot
 
 import (
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -19,6 +21,74 @@ type waits struct {
 	holdSum  atomic.Int64 // ns, summed over traversal lock holds
 	holds    atomic.Int64
 	budgetNs atomic.Int64 // ns hooks spent waiting for room in the budget
+	// hist counts the waits of each cause by decade (waitBounds).
+	hist [waitCauses][len(waitBounds) + 1]atomic.Int64
+}
+
+// The causes a writer waits behind a save, each with its own histogram:
+// a hook's own work (capturing a bucket: encoding small keys, taking
+// references), a hook's wait for room in the budget, a dropping writer's
+// wait for room (bigvalues.go: the last resort), and a traversal lock
+// hold (every writer of the shard waits behind it), and a writer's copy of
+// a big value the save has not encoded yet before it changes or drops it
+// (Unshare, Dropped: a clone of a collection, or of a string changed in
+// place, including any wait for the encoder to finish that one value).
+const (
+	causeHookWork = iota
+	causeHookBudget
+	causeDropBudget
+	causeHold
+	causeCopy
+	waitCauses
+)
+
+var causeNames = [waitCauses]string{"hook work", "hook budget", "drop budget", "hold", "copy"}
+
+// waitBounds are the histogram's upper bounds; a last bucket counts the
+// waits above the last bound.
+var waitBounds = [...]time.Duration{10 * time.Microsecond, 100 * time.Microsecond, time.Millisecond,
+	10 * time.Millisecond, 100 * time.Millisecond}
+
+// WaitHist is a save's histogram of writer waits per cause (Stats.Waits).
+type WaitHist [waitCauses][len(waitBounds) + 1]int64
+
+// String gives each cause's counts as "cause ≤10µs/≤100µs/≤1ms/≤10ms/≤100ms/more",
+// leaving out causes that never happened.
+func (h WaitHist) String() string {
+	var b strings.Builder
+	for c, counts := range h {
+		var n int64
+		for _, v := range counts {
+			n += v
+		}
+		if n == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s", causeNames[c])
+		for i, v := range counts {
+			sep := "/"
+			if i == 0 {
+				sep = " "
+			}
+			fmt.Fprintf(&b, "%s%d", sep, v)
+		}
+	}
+	if b.Len() == 0 {
+		return "none"
+	}
+	return b.String() + " (≤10µs/≤100µs/≤1ms/≤10ms/≤100ms/more)"
+}
+
+// note counts one wait of cause c.
+func (w *waits) note(c int, d time.Duration) {
+	i := 0
+	for i < len(waitBounds) && d > waitBounds[i] {
+		i++
+	}
+	w.hist[c][i].Add(1)
 }
 
 func setMax(a *atomic.Int64, v int64) {
@@ -31,6 +101,10 @@ func setMax(a *atomic.Int64, v int64) {
 }
 
 func (w *waits) hook(d, budget time.Duration) {
+	w.note(causeHookWork, d-budget)
+	if budget > 0 {
+		w.note(causeHookBudget, budget)
+	}
 	setMax(&w.hookMax, int64(d))
 	setMax(&w.workMax, int64(d-budget))
 	w.hookSum.Add(int64(d))
@@ -38,6 +112,7 @@ func (w *waits) hook(d, budget time.Duration) {
 }
 
 func (w *waits) hold(d time.Duration) {
+	w.note(causeHold, d)
 	setMax(&w.holdMax, int64(d))
 	w.holdSum.Add(int64(d))
 	w.holds.Add(1)
@@ -53,4 +128,9 @@ func (w *waits) fill(st *Stats) {
 	st.Holds = w.holds.Load()
 	st.HoldTotal = time.Duration(w.holdSum.Load())
 	st.HookBudgetWait = time.Duration(w.budgetNs.Load())
+	for c := range w.hist {
+		for i := range w.hist[c] {
+			st.Waits[c][i] = w.hist[c][i].Load()
+		}
+	}
 }

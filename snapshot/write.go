@@ -19,10 +19,12 @@
 // A bucket is captured at most once, so a write pays this at most once per
 // bucket (8 keys) per snapshot.
 //
-// Big strings (large slab chunks, over 16 KiB) are the exception: they are
-// captured by reference and encoded off the shard lock by an encoder
-// goroutine per shard (bigvalues.go), so that a hook never copies megabytes
-// with its shard locked.
+// Big values are the exception: strings in large slab chunks (over 16 KiB)
+// and collections using over 16 KiB are captured by reference and encoded
+// off the shard lock by an encoder goroutine per shard (bigvalues.go), so
+// that a hook never copies or encodes megabytes with its shard locked. A
+// writer that then changes or drops one the encoder has not reached copies
+// that one value (a clone for a collection) before it goes on.
 //
 // Records travel in chunks (about 128 KiB, each tagged with its database)
 // through one bounded queue to the caller's goroutine, the single RDB
@@ -33,10 +35,12 @@
 // one more SELECTDB, which Redis's loader and redis-check-rdb accept (RDB
 // allows any number of SELECTDB opcodes). Memory is bounded by bytes, not
 // chunks (Options.MaxExtraMemory, budget.go): the traversal waits, shard
-// unlocked, while more than half the budget is in flight, and a hook that
-// would exceed the whole budget waits for the output (the writer itself
-// never takes a shard lock, so this cannot deadlock), which slows writers
-// to the speed of the output instead of letting captured data pile up.
+// unlocked, while over a quarter of the budget is in flight, the big value
+// encoder waits off the lock, and only a writer that would exceed the
+// whole budget waits for the output with its shard locked (the last
+// resort; the writer itself never takes a shard lock, so this cannot
+// deadlock), which slows writers to the speed of the output instead of
+// letting captured data pile up.
 //
 // Keys already expired at the cut are left out (a loader drops them anyway).
 //
@@ -146,6 +150,8 @@ type Stats struct {
 	Hooks, Holds         int64
 	HookTotal, HoldTotal time.Duration
 	HookBudgetWait       time.Duration
+	// Waits is the histogram of those waits per cause (waits.go).
+	Waits WaitHist
 	// Functions are the FUNCTION libraries a Load read (their codes).
 	Functions []string
 	// Warnings are what a Load skipped or changed (module data, hash
@@ -165,6 +171,12 @@ const (
 	maxHold = 200 * time.Microsecond
 	// maxPause bounds one pause of a paced serializer (see serializer.run).
 	maxPause = time.Millisecond
+	// traversalShare: the traversal starts a lock hold only while at most
+	// 1/traversalShare of the budget is in use, leaving the rest to the
+	// values writers drop before they are written (with 10 MB values and
+	// half the budget, two writers' drops filled the rest: measured in
+	// BENCHMARKS.md, issue 14 "snaplat2").
+	traversalShare = 4
 )
 
 // chunk is a run of encoded records of one database.
@@ -514,10 +526,14 @@ func (s *serializer) Entry(db int, e *shard.Entry) {
 	s.r.keys.Add(1)
 	if s.pending() >= chunkBytes {
 		// Hand the records over now, not at the end of the bucket or
-		// batch: with large values a batch would hold many of them. This
-		// may wait for the output's budget, shard locked (budget.go).
+		// batch: with large values a batch would hold many of them. A
+		// hook's send may wait for the output's budget, shard locked, as
+		// the last resort (budget.go); the traversal's chunks go out
+		// after its lock hold (run).
 		s.seal()
-		s.sendFull()
+		if !s.traversing {
+			s.sendFull()
+		}
 	}
 }
 
@@ -600,8 +616,8 @@ func (s *serializer) run() {
 	var out []chunk
 	var seen uint64
 	for done := false; !done; {
-		// Leave half the budget to the writers' captures (budget.go).
-		if !s.r.mem.waitBelow(s.r.mem.limit/2, s.r.abort) {
+		// Leave most of the budget to the values writers drop (budget.go).
+		if !s.r.mem.waitBelow(s.r.mem.limit/traversalShare, s.r.abort) {
 			s.finish()
 			return
 		}
@@ -688,23 +704,29 @@ func encode(w *rdb.Writer, e *shard.Entry, exp int64) error {
 			return err
 		}
 	}
-	switch e.Type() {
-	case shard.TypeString:
+	if e.Type() == shard.TypeString {
 		return w.String(key, e.Str(), exp)
+	}
+	return encodeObj(w, key, e.Type(), e.Obj(), exp)
+}
+
+// encodeObj writes one collection key as an RDB record.
+func encodeObj(w *rdb.Writer, key []byte, t shard.Type, obj any, exp int64) error {
+	switch t {
 	case shard.TypeList:
-		l, ok := e.Obj().(*types.List)
+		l, ok := obj.(*types.List)
 		if !ok {
 			return errUnknownObject
 		}
 		return w.List(key, exp, l.Len(), func(yield func([]byte) bool) { l.Iterate(yield) })
 	case shard.TypeSet:
-		m, ok := e.Obj().(*types.Set)
+		m, ok := obj.(*types.Set)
 		if !ok {
 			return errUnknownObject
 		}
 		return w.Set(key, exp, m.Len(), func(yield func([]byte) bool) { m.Iterate(yield) })
 	case shard.TypeHash:
-		h, ok := e.Obj().(*types.Hash)
+		h, ok := obj.(*types.Hash)
 		if !ok {
 			return errUnknownObject
 		}
@@ -713,19 +735,19 @@ func encode(w *rdb.Writer, e *shard.Entry, exp int64) error {
 		}
 		return w.Hash(key, exp, h.Len(), func(yield func([]byte, []byte) bool) { h.Iterate(yield) })
 	case shard.TypeZSet:
-		z, ok := e.Obj().(*types.ZSet)
+		z, ok := obj.(*types.ZSet)
 		if !ok {
 			return errUnknownObject
 		}
 		return w.ZSet(key, exp, z.Len(), func(yield func([]byte, float64) bool) { z.Iterate(yield) })
 	case shard.TypeStream:
-		s, ok := e.Obj().(*types.Stream)
+		s, ok := obj.(*types.Stream)
 		if !ok {
 			return errUnknownObject
 		}
 		return w.Stream(key, exp, streamToRDB(s))
 	}
-	return fmt.Errorf("unknown type %d", e.Type())
+	return fmt.Errorf("unknown type %d", t)
 }
 
 // mergeAux adds extra aux fields to the defaults; one with a default's

@@ -130,8 +130,8 @@ func (a StreamID) Decr() (StreamID, bool) {
 	return a, true
 }
 
-// NewStream returns an empty stream.
-func NewStream() *Stream { return &Stream{} }
+// newStream returns an empty stream.
+func newStream() *Stream { return &Stream{} }
 
 // Encoding returns "stream".
 func (s *Stream) Encoding() string { return "stream" }
@@ -154,9 +154,9 @@ func (s *Stream) EntriesAdded() uint64 { return s.entriesAdded }
 // NodeCount is the number of nodes (XINFO's radix-tree-keys).
 func (s *Stream) NodeCount() int { return len(s.nodes) }
 
-// SetLastID sets the last ID, entries-added and max-deleted-ID (XSETID;
+// setLastID sets the last ID, entries-added and max-deleted-ID (XSETID;
 // the caller checks Redis's rules).
-func (s *Stream) SetLastID(id StreamID, entriesAdded uint64, maxDeleted StreamID) {
+func (s *Stream) setLastID(id StreamID, entriesAdded uint64, maxDeleted StreamID) {
 	s.lastID, s.entriesAdded, s.maxDeletedID = id, entriesAdded, maxDeleted
 }
 
@@ -377,10 +377,10 @@ func streamLimits(l *Limits) (maxBytes, maxEntries int) {
 	return maxBytes, maxEntries
 }
 
-// Add appends an entry with ID id (which must be greater than LastID) and
+// add appends an entry with ID id (which must be greater than LastID) and
 // the field,value pairs fv (an even, non-zero number of slices), as Redis's
 // streamAppendItem does, and updates the length, last ID and counters.
-func (s *Stream) Add(id StreamID, fv [][]byte, l *Limits) error {
+func (s *Stream) add(id StreamID, fv [][]byte, l *Limits) error {
 	if !s.lastID.Less(id) {
 		return ErrStreamIDTooSmall
 	}
@@ -512,10 +512,10 @@ func (s *Stream) markDeleted(i int, e *rawEntry) {
 	n.lp = listpack.ReplaceInt(n.lp, p, del+1)
 }
 
-// Delete removes the entry id (XDEL) and reports whether it existed. Like
+// delete removes the entry id (XDEL) and reports whether it existed. Like
 // Redis it records the largest deleted ID and, when the first entry goes,
 // the new first ID.
-func (s *Stream) Delete(id StreamID) bool {
+func (s *Stream) delete(id StreamID) bool {
 	if len(s.nodes) == 0 {
 		return false
 	}
@@ -555,9 +555,9 @@ type TrimArgs struct {
 	Enabled bool
 }
 
-// Trim removes entries from the head as Redis's streamTrim does and returns
+// trim removes entries from the head as Redis's streamTrim does and returns
 // how many it removed.
-func (s *Stream) Trim(a TrimArgs) int64 {
+func (s *Stream) trim(a TrimArgs) int64 {
 	if !a.Enabled {
 		return 0
 	}
@@ -646,7 +646,7 @@ func (s *Stream) Clone() *Stream {
 	}
 	c.groups = make([]*StreamGroup, len(s.groups))
 	for i, g := range s.groups {
-		c.groups[i] = g.clone()
+		c.groups[i] = g.clone(&c)
 	}
 	if len(c.groups) == 0 {
 		c.groups = nil
@@ -680,11 +680,11 @@ type StreamMeta struct {
 	HasV2 bool
 }
 
-// LoadNode appends a node read from a file or payload after checking it
+// loadNode appends a node read from a file or payload after checking it
 // completely (listpack structure, master entry, every entry, the counts,
 // IDs increasing from the previous node), so that no later operation can
 // trip over it. lp is kept (not copied).
-func (s *Stream) LoadNode(master StreamID, lp []byte) error {
+func (s *Stream) loadNode(master StreamID, lp []byte) error {
 	if _, err := listpack.Validate(lp); err != nil {
 		return err
 	}
@@ -802,9 +802,9 @@ func (s *Stream) LoadNode(master StreamID, lp []byte) error {
 	return nil
 }
 
-// SetMeta completes a loaded stream with its metadata, checking it against
+// setMeta completes a loaded stream with its metadata, checking it against
 // the nodes.
-func (s *Stream) SetMeta(m StreamMeta) error {
+func (s *Stream) setMeta(m StreamMeta) error {
 	var live uint64
 	for i := range s.nodes {
 		c, _ := listpack.Int(s.nodes[i].lp, listpack.HeaderSize)
@@ -929,25 +929,25 @@ func (s *Stream) Lag(g *StreamGroup) (lag int64, ok bool) {
 	if s.entriesAdded == 0 {
 		return 0, true
 	}
-	if g.EntriesRead != SCGInvalidEntriesRead && !s.hasTombstones(g.LastID) {
-		return int64(s.entriesAdded) - g.EntriesRead, true
+	if g.entriesRead != SCGInvalidEntriesRead && !s.hasTombstones(g.lastID) {
+		return int64(s.entriesAdded) - g.entriesRead, true
 	}
-	if er := s.EstimateDistance(g.LastID); er != SCGInvalidEntriesRead {
+	if er := s.EstimateDistance(g.lastID); er != SCGInvalidEntriesRead {
 		return int64(s.entriesAdded) - er, true
 	}
 	return 0, false
 }
 
-// NoteDelivered advances a group past id as XREADGROUP does for each entry
+// noteDelivered advances a group past id as XREADGROUP does for each entry
 // it delivers beyond the group's last ID (entries-read bookkeeping).
-func (s *Stream) NoteDelivered(g *StreamGroup, id StreamID) {
-	if !g.LastID.Less(id) {
+func (s *Stream) noteDelivered(g *StreamGroup, id StreamID) {
+	if !g.lastID.Less(id) {
 		return
 	}
-	if g.EntriesRead != SCGInvalidEntriesRead && !s.hasTombstones(id) {
-		g.EntriesRead++
+	if g.entriesRead != SCGInvalidEntriesRead && !s.hasTombstones(id) {
+		g.entriesRead++
 	} else if s.entriesAdded != 0 {
-		g.EntriesRead = s.EstimateDistance(id)
+		g.entriesRead = s.EstimateDistance(id)
 	}
-	g.LastID = id
+	g.lastID = id
 }

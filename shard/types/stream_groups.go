@@ -26,8 +26,9 @@ const SCGInvalidEntriesRead = -1
 // StreamGroup is a consumer group.
 type StreamGroup struct {
 	name        string
-	LastID      StreamID
-	EntriesRead int64 // SCGInvalidEntriesRead when unknown
+	s           *Stream // the stream the group belongs to (the W checked)
+	lastID      StreamID
+	entriesRead int64 // SCGInvalidEntriesRead when unknown
 	pel         idList[PendingEntry]
 	consumers   []*StreamConsumer // ordered by name
 	byNum       map[uint32]*StreamConsumer
@@ -36,20 +37,20 @@ type StreamGroup struct {
 
 // PendingEntry is an entry of a group's PEL.
 type PendingEntry struct {
-	ID            StreamID
-	DeliveryTime  int64 // unix ms
-	DeliveryCount uint64
+	id            StreamID
+	deliveryTime  int64 // unix ms
+	deliveryCount uint64
 	owner         uint32 // consumer number; 0 = none (only while loading)
 }
 
-func (p PendingEntry) key() StreamID { return p.ID }
+func (p PendingEntry) key() StreamID { return p.id }
 
 // StreamConsumer is a consumer of a group.
 type StreamConsumer struct {
 	name       string
 	num        uint32
-	SeenTime   int64 // unix ms of the last attempted interaction
-	ActiveTime int64 // unix ms of the last successful interaction (Redis 7.2)
+	seenTime   int64 // unix ms of the last attempted interaction
+	activeTime int64 // unix ms of the last successful interaction (Redis 7.2)
 	pel        idList[StreamID]
 }
 
@@ -109,14 +110,14 @@ func (g *StreamGroup) Consumer(name []byte) *StreamConsumer {
 	return nil
 }
 
-// CreateConsumer adds a consumer; ok is false when it exists already.
-func (g *StreamGroup) CreateConsumer(name []byte, seen, active int64) (*StreamConsumer, bool) {
+// createConsumer adds a consumer; ok is false when it exists already.
+func (g *StreamGroup) createConsumer(name []byte, seen, active int64) (*StreamConsumer, bool) {
 	i, ok := g.consumerIdx(string(name))
 	if ok {
 		return g.consumers[i], false
 	}
 	g.nextNum++
-	c := &StreamConsumer{name: string(name), num: g.nextNum, SeenTime: seen, ActiveTime: active}
+	c := &StreamConsumer{name: string(name), num: g.nextNum, seenTime: seen, activeTime: active}
 	g.consumers = slices.Insert(g.consumers, i, c)
 	if g.byNum == nil {
 		g.byNum = map[uint32]*StreamConsumer{}
@@ -125,9 +126,9 @@ func (g *StreamGroup) CreateConsumer(name []byte, seen, active int64) (*StreamCo
 	return c, true
 }
 
-// DeleteConsumer removes a consumer and its pending entries (from the
+// deleteConsumer removes a consumer and its pending entries (from the
 // group's PEL too); it returns how many it had, and false when missing.
-func (g *StreamGroup) DeleteConsumer(name []byte) (int, bool) {
+func (g *StreamGroup) deleteConsumer(name []byte) (int, bool) {
 	i, ok := g.consumerIdx(string(name))
 	if !ok {
 		return 0, false
@@ -143,15 +144,15 @@ func (g *StreamGroup) DeleteConsumer(name []byte) (int, bool) {
 // Owner returns the consumer owning a PEL entry.
 func (g *StreamGroup) Owner(p *PendingEntry) *StreamConsumer { return g.byNum[p.owner] }
 
-// AddPending adds an unowned PEL entry (loading: AssignPending must give it
+// addPending adds an unowned PEL entry (loading: AssignPending must give it
 // an owner); false when id is already pending.
-func (g *StreamGroup) AddPending(id StreamID, deliveryTime int64, count uint64) bool {
-	return g.pel.Insert(PendingEntry{ID: id, DeliveryTime: deliveryTime, DeliveryCount: count})
+func (g *StreamGroup) addPending(id StreamID, deliveryTime int64, count uint64) bool {
+	return g.pel.Insert(PendingEntry{id: id, deliveryTime: deliveryTime, deliveryCount: count})
 }
 
-// AssignPending makes c the owner of the pending entry id (loading); false
+// assignPending makes c the owner of the pending entry id (loading); false
 // when id is not pending or already owned.
-func (g *StreamGroup) AssignPending(c *StreamConsumer, id StreamID) bool {
+func (g *StreamGroup) assignPending(c *StreamConsumer, id StreamID) bool {
 	p, ok := g.pel.Get(id)
 	if !ok || p.owner != 0 {
 		return false
@@ -167,10 +168,10 @@ func (g *StreamGroup) checkOwned() bool {
 	return ok
 }
 
-// Deliver records that id was delivered to c at nowMs: a new PEL entry
+// deliver records that id was delivered to c at nowMs: a new PEL entry
 // with delivery count 1, or, when id is already pending, a transfer to c
 // with the given count update (XREADGROUP, XCLAIM).
-func (g *StreamGroup) Deliver(c *StreamConsumer, id StreamID, nowMs int64, incr bool) {
+func (g *StreamGroup) deliver(c *StreamConsumer, id StreamID, nowMs int64, incr bool) {
 	if p, ok := g.pel.Get(id); ok {
 		if p.owner != c.num {
 			if old := g.byNum[p.owner]; old != nil {
@@ -179,18 +180,18 @@ func (g *StreamGroup) Deliver(c *StreamConsumer, id StreamID, nowMs int64, incr 
 			p.owner = c.num
 			c.pel.Insert(id)
 		}
-		p.DeliveryTime = nowMs
+		p.deliveryTime = nowMs
 		if incr {
-			p.DeliveryCount++
+			p.deliveryCount++
 		}
 		return
 	}
-	g.pel.Insert(PendingEntry{ID: id, DeliveryTime: nowMs, DeliveryCount: 1, owner: c.num})
+	g.pel.Insert(PendingEntry{id: id, deliveryTime: nowMs, deliveryCount: 1, owner: c.num})
 	c.pel.Insert(id)
 }
 
-// Ack removes id from the PEL (XACK) and reports whether it was pending.
-func (g *StreamGroup) Ack(id StreamID) bool {
+// ack removes id from the PEL (XACK) and reports whether it was pending.
+func (g *StreamGroup) ack(id StreamID) bool {
 	p, ok := g.pel.Get(id)
 	if !ok {
 		return false
@@ -202,8 +203,8 @@ func (g *StreamGroup) Ack(id StreamID) bool {
 	return true
 }
 
-func (g *StreamGroup) clone() *StreamGroup {
-	c := &StreamGroup{name: g.name, LastID: g.LastID, EntriesRead: g.EntriesRead, pel: g.pel.clone(), nextNum: g.nextNum}
+func (g *StreamGroup) clone(owner *Stream) *StreamGroup {
+	c := &StreamGroup{s: owner, name: g.name, lastID: g.lastID, entriesRead: g.entriesRead, pel: g.pel.clone(), nextNum: g.nextNum}
 	if len(g.consumers) > 0 {
 		c.consumers = make([]*StreamConsumer, len(g.consumers))
 		c.byNum = make(map[uint32]*StreamConsumer, len(g.consumers))
@@ -239,19 +240,19 @@ func (s *Stream) Group(name []byte) *StreamGroup {
 	return nil
 }
 
-// CreateGroup adds a group; nil when it exists already.
-func (s *Stream) CreateGroup(name []byte, lastID StreamID, entriesRead int64) *StreamGroup {
+// createGroup adds a group; nil when it exists already.
+func (s *Stream) createGroup(name []byte, lastID StreamID, entriesRead int64) *StreamGroup {
 	i, ok := s.groupIdx(string(name))
 	if ok {
 		return nil
 	}
-	g := &StreamGroup{name: string(name), LastID: lastID, EntriesRead: entriesRead}
+	g := &StreamGroup{s: s, name: string(name), lastID: lastID, entriesRead: entriesRead}
 	s.groups = slices.Insert(s.groups, i, g)
 	return g
 }
 
-// DeleteGroup removes a group and reports whether it existed.
-func (s *Stream) DeleteGroup(name []byte) bool {
+// deleteGroup removes a group and reports whether it existed.
+func (s *Stream) deleteGroup(name []byte) bool {
 	i, ok := s.groupIdx(string(name))
 	if ok {
 		s.groups[i] = nil

@@ -95,7 +95,7 @@ func modelContents(m []modelEntry, rev bool) string {
 
 func TestStreamAgainstModel(t *testing.T) {
 	r := newRand(7)
-	s := NewStream()
+	s := newStream()
 	var m []modelEntry
 	lim := DefaultLimits
 	lim.StreamNodeMaxEntries = 10
@@ -118,29 +118,29 @@ func TestStreamAgainstModel(t *testing.T) {
 				fv = append(fv, []byte(f), []byte(v))
 				sv = append(sv, f, v)
 			}
-			if err := s.Add(id, fv, &lim); err != nil {
+			if err := s.add(id, fv, &lim); err != nil {
 				t.Fatal(err)
 			}
 			m = append(m, modelEntry{id, sv})
 		case op < 8 && len(m) > 0:
 			i := r.IntN(len(m))
-			if !s.Delete(m[i].id) {
+			if !s.delete(m[i].id) {
 				t.Fatalf("delete %s failed", m[i].id)
 			}
-			if s.Delete(m[i].id) {
+			if s.delete(m[i].id) {
 				t.Fatal("double delete")
 			}
 			m = append(m[:i], m[i+1:]...)
 		case op == 8 && len(m) > 0:
 			n := r.IntN(len(m) + 1)
-			got := s.Trim(TrimArgs{Enabled: true, MaxLen: true, N: uint64(n), Approx: r.IntN(2) == 0})
+			got := s.trim(TrimArgs{Enabled: true, MaxLen: true, N: uint64(n), Approx: r.IntN(2) == 0})
 			m = m[got:]
 			if len(m) < n {
 				t.Fatal("trimmed too much")
 			}
 		case len(m) > 0:
 			minID := m[r.IntN(len(m))].id
-			got := s.Trim(TrimArgs{Enabled: true, MinID: minID})
+			got := s.trim(TrimArgs{Enabled: true, MinID: minID})
 			m = m[got:]
 			if m[0].id != minID {
 				t.Fatalf("MINID trim left %s, want %s", m[0].id, minID)
@@ -154,17 +154,17 @@ func TestStreamAgainstModel(t *testing.T) {
 			mustEq(t, "contents", streamContents(s, false), modelContents(m, false))
 			mustEq(t, "reverse", streamContents(s, true), modelContents(m, true))
 			c := s.Clone()
-			c.Add(MaxStreamID, [][]byte{[]byte("x"), []byte("y")}, &lim)
+			c.add(MaxStreamID, [][]byte{[]byte("x"), []byte("y")}, &lim)
 			mustEq(t, "clone", streamContents(s, false), modelContents(m, false))
 			// nodes reload as they are
-			l := NewStream()
+			l := newStream()
 			s.Nodes(func(master StreamID, lp []byte) bool {
-				if err := l.LoadNode(master, append([]byte(nil), lp...)); err != nil {
+				if err := l.loadNode(master, append([]byte(nil), lp...)); err != nil {
 					t.Fatal(err)
 				}
 				return true
 			})
-			if err := l.SetMeta(StreamMeta{Length: uint64(s.Len()), LastID: s.LastID(), FirstID: s.FirstID(), HasV2: true}); err != nil {
+			if err := l.setMeta(StreamMeta{Length: uint64(s.Len()), LastID: s.LastID(), FirstID: s.FirstID(), HasV2: true}); err != nil {
 				t.Fatal(err)
 			}
 			mustEq(t, "reloaded", streamContents(l, false), modelContents(m, false))
@@ -186,29 +186,29 @@ func TestStreamAgainstModel(t *testing.T) {
 func TestStreamNodeBoundariesLikeRedis(t *testing.T) {
 	// 100 entries per node with Redis's defaults; a value pushing the node
 	// past 4096 bytes starts a new one.
-	s := NewStream()
+	s := newStream()
 	for i := 1; i <= 250; i++ {
-		s.Add(StreamID{uint64(i), 0}, [][]byte{[]byte("f"), []byte("v")}, nil)
+		s.add(StreamID{uint64(i), 0}, [][]byte{[]byte("f"), []byte("v")}, nil)
 	}
 	mustEq(t, "nodes", s.NodeCount(), 3)
-	s.Add(StreamID{1000, 0}, [][]byte{[]byte("f"), []byte(strings.Repeat("x", 4000))}, nil)
+	s.add(StreamID{1000, 0}, [][]byte{[]byte("f"), []byte(strings.Repeat("x", 4000))}, nil)
 	mustEq(t, "nodes after a big entry", s.NodeCount(), 4)
 	// a node whose entries are all deleted disappears
 	for i := 1; i <= 100; i++ {
-		s.Delete(StreamID{uint64(i), 0})
+		s.delete(StreamID{uint64(i), 0})
 	}
 	mustEq(t, "nodes after deleting the first", s.NodeCount(), 3)
 	mustEq(t, "first", s.FirstID(), StreamID{101, 0})
 	mustEq(t, "maxdel", s.MaxDeletedID(), StreamID{100, 0})
 	// approximate trimming removes whole nodes only
-	mustEq(t, "approx trim", s.Trim(TrimArgs{Enabled: true, MaxLen: true, N: 50, Approx: true}), int64(100))
+	mustEq(t, "approx trim", s.trim(TrimArgs{Enabled: true, MaxLen: true, N: 50, Approx: true}), int64(100))
 	mustEq(t, "len", s.Len(), 51)
 }
 
 func TestStreamLoadNodeRejectsCorruption(t *testing.T) {
-	s := NewStream()
+	s := newStream()
 	for i := 1; i <= 30; i++ {
-		s.Add(StreamID{uint64(i), uint64(i)}, [][]byte{[]byte("f"), []byte(strconv.Itoa(i)), []byte("g"), []byte("x")}, nil)
+		s.add(StreamID{uint64(i), uint64(i)}, [][]byte{[]byte("f"), []byte(strconv.Itoa(i)), []byte("g"), []byte("x")}, nil)
 	}
 	var lp []byte
 	var master StreamID
@@ -218,8 +218,8 @@ func TestStreamLoadNodeRejectsCorruption(t *testing.T) {
 		for _, x := range []byte{1, 0x40, 0x80} {
 			c := append([]byte(nil), lp...)
 			c[i] ^= x
-			l := NewStream()
-			if l.LoadNode(master, c) != nil {
+			l := newStream()
+			if l.loadNode(master, c) != nil {
 				bad++
 				continue
 			}
@@ -231,50 +231,50 @@ func TestStreamLoadNodeRejectsCorruption(t *testing.T) {
 	if bad == 0 {
 		t.Fatal("no corruption detected")
 	}
-	l := NewStream()
-	if err := l.LoadNode(master, lp); err != nil {
+	l := newStream()
+	if err := l.loadNode(master, lp); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.LoadNode(master, lp); err == nil {
+	if err := l.loadNode(master, lp); err == nil {
 		t.Fatal("nodes out of order accepted")
 	}
 }
 
 func TestStreamGroups(t *testing.T) {
-	s := NewStream()
+	s := newStream()
 	for i := 1; i <= 1000; i++ {
-		s.Add(StreamID{uint64(i), 0}, [][]byte{[]byte("f"), []byte("v")}, nil)
+		s.add(StreamID{uint64(i), 0}, [][]byte{[]byte("f"), []byte("v")}, nil)
 	}
-	g := s.CreateGroup([]byte("g"), StreamID{}, 0)
-	if s.CreateGroup([]byte("g"), StreamID{}, 0) != nil {
+	g := s.createGroup([]byte("g"), StreamID{}, 0)
+	if s.createGroup([]byte("g"), StreamID{}, 0) != nil {
 		t.Fatal("duplicate group")
 	}
-	a, _ := g.CreateConsumer([]byte("a"), 1, 1)
-	b, _ := g.CreateConsumer([]byte("b"), 1, 1)
+	a, _ := g.createConsumer([]byte("a"), 1, 1)
+	b, _ := g.createConsumer([]byte("b"), 1, 1)
 	for i := 1; i <= 1000; i++ {
 		c := a
 		if i%2 == 0 {
 			c = b
 		}
-		g.Deliver(c, StreamID{uint64(i), 0}, int64(i), false)
+		g.deliver(c, StreamID{uint64(i), 0}, int64(i), false)
 	}
 	mustEq(t, "pel", g.PendingLen(), 1000)
 	mustEq(t, "a pel", a.PendingLen(), 500)
-	g.Deliver(a, StreamID{2, 0}, 5000, true) // claim
+	g.deliver(a, StreamID{2, 0}, 5000, true) // claim
 	mustEq(t, "a pel after claim", a.PendingLen(), 501)
-	mustEq(t, "count", g.Pending(StreamID{2, 0}).DeliveryCount, uint64(2))
+	mustEq(t, "count", g.Pending(StreamID{2, 0}).deliveryCount, uint64(2))
 	for i := 1; i <= 1000; i += 3 {
-		if !g.Ack(StreamID{uint64(i), 0}) {
+		if !g.ack(StreamID{uint64(i), 0}) {
 			t.Fatal("ack failed")
 		}
 	}
 	n := 0
 	var prev StreamID
 	g.PendingAscend(StreamID{}, func(p *PendingEntry, owner *StreamConsumer) bool {
-		if n > 0 && !prev.Less(p.ID) {
+		if n > 0 && !prev.Less(p.id) {
 			t.Fatal("PEL out of order")
 		}
-		prev = p.ID
+		prev = p.id
 		n++
 		return true
 	})
@@ -282,10 +282,10 @@ func TestStreamGroups(t *testing.T) {
 	mustEq(t, "sum", a.PendingLen()+b.PendingLen(), g.PendingLen())
 	c := s.Clone()
 	cg := c.Group([]byte("g"))
-	cg.DeleteConsumer([]byte("a"))
+	cg.deleteConsumer([]byte("a"))
 	mustEq(t, "clone independent", g.ConsumerCount(), 2)
 	mustEq(t, "clone pel", cg.PendingLen(), b.PendingLen())
-	if !s.DeleteGroup([]byte("g")) || s.GroupCount() != 0 {
+	if !s.deleteGroup([]byte("g")) || s.GroupCount() != 0 {
 		t.Fatal("delete group")
 	}
 }
@@ -293,11 +293,11 @@ func TestStreamGroups(t *testing.T) {
 func BenchmarkMemStream1M(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		before := heapInUse()
-		s := NewStream()
+		s := newStream()
 		fv := [][]byte{[]byte("f"), []byte("0123456789")}
 		for j := 0; j < memN; j++ {
 			id, _ := s.NextID(uint64(1700000000000 + j/10))
-			s.Add(id, fv, nil)
+			s.add(id, fv, nil)
 		}
 		reportMem(b, before, s)
 	}

@@ -11,10 +11,10 @@ func BenchmarkStreamAddRange(b *testing.B) {
 	const n = 10000
 	fv := [][]byte{[]byte("field"), []byte("value-0123456789"), []byte("n"), []byte("12345")}
 	for b.Loop() {
-		s := NewStream()
+		s := newStream()
 		for j := 0; j < n; j++ {
 			id, _ := s.NextID(uint64(1700000000000 + j/10))
-			if err := s.Add(id, fv, nil); err != nil {
+			if err := s.add(id, fv, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -37,10 +37,10 @@ func BenchmarkStreamAddRange(b *testing.B) {
 func BenchmarkStreamLoadNodes(b *testing.B) {
 	const n = 10000
 	fv := [][]byte{[]byte("field"), []byte("value-0123456789"), []byte("n"), []byte("12345")}
-	src := NewStream()
+	src := newStream()
 	for j := 0; j < n; j++ {
 		id, _ := src.NextID(uint64(1700000000000 + j/10))
-		src.Add(id, fv, nil)
+		src.add(id, fv, nil)
 	}
 	type node struct {
 		m  StreamID
@@ -52,9 +52,9 @@ func BenchmarkStreamLoadNodes(b *testing.B) {
 		return true
 	})
 	for b.Loop() {
-		s := NewStream()
+		s := newStream()
 		for _, nd := range nodes {
-			if err := s.LoadNode(nd.m, append([]byte(nil), nd.lp...)); err != nil {
+			if err := s.loadNode(nd.m, append([]byte(nil), nd.lp...)); err != nil {
 				b.Fatal(err)
 			}
 		}
