@@ -151,6 +151,8 @@ type Client struct {
 
 	// Command clock (issue 20, cmdclock.go).
 	cmdMs int64
+	// inHeld is this client's share of Server.inRetained (inbuf.go).
+	inHeld int64
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -193,6 +195,7 @@ func (c *Client) serve() { c.serveFrom(false) }
 // already buffered before reading more.
 func (c *Client) serveFrom(resumed bool) {
 	defer c.srv.dropClient(c)
+	defer c.releaseRetainedIn() // inbuf.go
 	defer c.nc.Close()
 	defer c.endSession()
 	if resumed && c.outPos < len(c.out) {
@@ -246,10 +249,7 @@ func (c *Client) serveFrom(resumed bool) {
 			return
 		}
 		if c.r == c.w {
-			c.r, c.w = 0, 0
-			if len(c.in) > 4*readBufSize {
-				c.setIn(make([]byte, readBufSize))
-			}
+			c.inputDrained() // inbuf.go
 		}
 	}
 }

@@ -94,10 +94,7 @@ func (lc *loopClient) Readable(in netpoll.Input, now int64) netpoll.Action {
 		return netpoll.Detach
 	}
 	if c.r == c.w {
-		c.r, c.w = 0, 0
-		if len(c.in) > 4*readBufSize {
-			c.setIn(make([]byte, readBufSize))
-		}
+		c.inputDrained() // inbuf.go
 	}
 	switch {
 	case eof:
@@ -137,6 +134,7 @@ func (lc *loopClient) Closed() {
 	c.loop, c.fd = nil, -1
 	c.connMu.Unlock()
 	c.endSession()
+	c.releaseRetainedIn() // inbuf.go
 	c.srv.dropClient(c)
 }
 

@@ -261,6 +261,8 @@ type Server struct {
 	mcObs *mcObserver
 	// CLUSTER FAILOVER runs (cluster_failover_cmd.go).
 	manualFO manualFailover
+	// Bytes of grown input buffers clients keep between requests (inbuf.go).
+	inRetained atomic.Int64
 }
 
 // New prepares a server; Start opens its listeners.
