@@ -337,7 +337,7 @@ func (c *Client) executeReplyMode(args [][]byte) {
 
 // dispatch checks one command and runs it.
 func (c *Client) dispatch(args [][]byte) {
-	c.dispatching(nil) // cmdstats.go: no command yet (an unknown one is nobody's rejection)
+	c.dispatching(nil)              // cmdstats.go: no command yet (an unknown one is nobody's rejection)
 	cmd := c.lookupCommand(args[0]) // cmdcache.go
 	if cmd == nil {
 		c.unknownCommand(args)
