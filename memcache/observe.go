@@ -255,6 +255,7 @@ func (c *conn) initObserve(nc net.Conn) {
 	if nc != nil && nc.RemoteAddr() != nil {
 		c.obs.remote = nc.RemoteAddr().String()
 	}
+	c.obs.ev.Remote, c.obs.ev.Conn = c.obs.remote, c.obs.id
 }
 
 // observeLine reports a command answered at once (dispatch), or keeps the
@@ -317,9 +318,8 @@ func (c *conn) observe(cmd Cmd, line, data []byte, start int64, mark int, outcom
 	}
 	end := c.obsNow()
 	c.obs.last = end // the next command's start, in this batch
-	ev := &c.obs.ev
-	*ev = Observed{Cmd: cmd, Outcome: outcome, Line: line, Data: data,
-		Duration: time.Duration(end - start), Remote: c.obs.remote, Conn: c.obs.id}
+	ev := &c.obs.ev // Remote and Conn set once (initObserve)
+	ev.Cmd, ev.Outcome, ev.Line, ev.Data, ev.Duration = cmd, outcome, line, data, time.Duration(end-start)
 	c.s.cfg.Observe.Observe(ev)
 	ev.Line, ev.Data = nil, nil
 }
