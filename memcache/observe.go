@@ -318,7 +318,7 @@ func (c *conn) observe(cmd Cmd, line, data []byte, start int64, mark int, outcom
 	}
 	end := c.obsNow()
 	c.obs.last = end // the next command's start, in this batch
-	ev := &c.obs.ev // Remote and Conn set once (initObserve)
+	ev := &c.obs.ev  // Remote and Conn set once (initObserve)
 	ev.Cmd, ev.Outcome, ev.Line, ev.Data, ev.Duration = cmd, outcome, line, data, time.Duration(end-start)
 	c.s.cfg.Observe.Observe(ev)
 	ev.Line, ev.Data = nil, nil
