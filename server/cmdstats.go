@@ -6,8 +6,11 @@ package server
 // monitor (latency.go), the watchdog (watchdog.go) and MONITOR (monitor.go).
 //
 // Invariants:
-//   - Hot path cost: per command, two clock reads (shared by every consumer)
-//     and three uncontended atomic adds plus one histogram add. Counters are
+//   - Hot path cost: per command, one monotonic clock read within a
+//     pipelined batch (cmdclock.go: the previous command's end is the next
+//     one's start; the batch's first command also reads the wall clock),
+//     shared by every consumer, and three uncontended atomic adds plus one
+//     histogram add. Counters are
 //     sharded: each command has one slot per event loop (cmdSlot, a cache
 //     line apart), chosen by the client's statSlot; no lock is taken.
 //   - calls/usec/failed_calls count commands that ran (cmd.fn), including
