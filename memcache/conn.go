@@ -270,9 +270,10 @@ func (c *conn) makeRoom() {
 
 var errClose = errors.New("close connection")
 
-// process executes every complete request in the input buffer; it returns
-// errClose when the connection must be closed.
-func (c *conn) process() error {
+// processBatch executes every complete request in the input buffer (process,
+// observe.go, wraps it); it returns errClose when the connection must be
+// closed.
+func (c *conn) processBatch() error {
 	for c.r < c.w && !c.quit {
 		if c.loop != nil && c.s.cfg.Busy != nil && c.s.cfg.Busy() {
 			c.detach = true

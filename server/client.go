@@ -151,6 +151,10 @@ type Client struct {
 
 	// Command clock (issue 20, cmdclock.go).
 	cmdMs int64
+	clk   cmdClock
+	// The last command name looked up and its command (issue 20,
+	// cmdcache.go): a pipeline repeats its command.
+	cmdCache cmdCache
 	// inHeld is this client's share of Server.inRetained (inbuf.go).
 	inHeld int64
 }
@@ -274,8 +278,16 @@ func (c *Client) makeRoom() {
 	c.setIn(buf)
 }
 
-// processInput executes every complete request in the input buffer.
+// processInput executes every complete request in the input buffer, as
+// one batch for the command clock (cmdclock.go).
 func (c *Client) processInput() error {
+	c.clk.batch = true
+	err := c.processBatch()
+	c.clk.batch, c.clk.last = false, 0
+	return err
+}
+
+func (c *Client) processBatch() error {
 	for c.r < c.w && !c.quit && !c.closed.Load() && c.handoff == nil && !c.detach {
 		args, n, err := c.p.Next(c.in[c.r:c.w])
 		switch {
@@ -308,12 +320,25 @@ func (c *Client) processInput() error {
 // bad command never takes the server down.
 func (c *Client) execute(args [][]byte) {
 	if c.reply.mode != replyOn || c.reply.changed {
-		mark, mode := c.reply.begin(c)
-		defer c.reply.after(c, mark, mode)
+		c.executeReplyMode(args)
+		return
 	}
-	c.dispatching(nil) // cmdstats.go: no command yet (an unknown one is nobody's rejection)
-	name := c.lowerName(args[0])
-	cmd := c.srv.cmds[name]
+	c.dispatch(args)
+}
+
+// executeReplyMode is execute under CLIENT REPLY OFF/SKIP (or just after
+// it changed). Kept apart so that dispatch and run, with no defer or one,
+// get Go's open-coded defers.
+func (c *Client) executeReplyMode(args [][]byte) {
+	mark, mode := c.reply.begin(c)
+	defer c.reply.after(c, mark, mode)
+	c.dispatch(args)
+}
+
+// dispatch checks one command and runs it.
+func (c *Client) dispatch(args [][]byte) {
+	c.dispatching(nil)              // cmdstats.go: no command yet (an unknown one is nobody's rejection)
+	cmd := c.lookupCommand(args[0]) // cmdcache.go
 	if cmd == nil {
 		c.unknownCommand(args)
 		c.txFlag()
@@ -350,10 +375,10 @@ func (c *Client) execute(args [][]byte) {
 	if c.srv.cluster != nil && c.clusterCheck(cmd, args) { // cluster.go
 		return
 	}
-	if c.srv.scripts.busy.Load() != nil && !c.waitBusy(cmd, args) { // script.go
+	if c.srv.scripts.busy.Load() != nil && (c.clockBreak() || !c.waitBusy(cmd, args)) { // script.go
 		return
 	}
-	if c.srv.pause.kind.Load() != pauseOff && (c.pausedWait(cmd) || c.clusterAfterPause(cmd, args)) { // clientadmin.go, cluster_failover.go
+	if c.srv.pause.kind.Load() != pauseOff && (c.clockBreak() || c.pausedWait(cmd) || c.clusterAfterPause(cmd, args)) { // clientadmin.go, cluster_failover.go
 		return
 	}
 	if c.srv.shutdownRefused(c) {
@@ -377,6 +402,7 @@ func (c *Client) execute(args [][]byte) {
 		}
 	}
 	if cmd.denyOOM && !c.fromPrimary && !c.aofLoading && c.srv.cfg.maxMemory.Load() > 0 {
+		c.clockBreak() // eviction may take a while
 		if !c.admitCommand(cmd, args) {
 			c.err("OOM command not allowed when used memory > 'maxmemory'.")
 			c.txFlag()
@@ -395,14 +421,22 @@ func (c *Client) execute(args [][]byte) {
 		return
 	}
 	c.lastCmd.Store(cmd)
+	c.run(cmd, args)
+}
+
+// run runs a checked command, recovering from a panic inside it.
+func (c *Client) run(cmd *command, args [][]byte) {
 	defer func() {
 		if r := recover(); r != nil {
+			c.clockBreak()
 			c.srv.log.Error("panic in command", "command", cmd.name, "panic", r, "stack", string(debug.Stack()))
 			c.err("ERR internal error while running '" + cmd.name + "'")
 		}
 	}()
 	c.propagate = args
-	start, errs := c.cmdBegin(cmd, args), c.errCount
+	start, wallMs := c.cmdStart() // cmdclock.go: the previous command's end, in a batch
+	c.cmdBeginAt(cmd, args, wallMs)
+	errs := c.errCount
 	if c.track.on || c.admin.noTouch.Load() {
 		c.beforeCommand(cmd, args) // clientadmin.go
 	}
@@ -410,7 +444,7 @@ func (c *Client) execute(args [][]byte) {
 	if c.track.on || len(c.track.own) > 0 {
 		c.trackAfter(cmd) // tracking.go
 	}
-	c.cmdDone(cmd, args, start, errs, callDirect)
+	c.cmdEnded(c.cmdDone(cmd, args, start, errs, callDirect))
 	c.srv.kseAfter(c) // notify.go
 	c.propagate, c.propagateMany = nil, nil
 }

@@ -185,7 +185,7 @@ func setGeneric(c *Client, key, val []byte, flags int, expireAt int64) {
 func cmdSetNX(c *Client, args [][]byte) {
 	sh, h := c.lockKey(args[1])
 	defer c.unlockKey(sh)
-	if _, found := sh.Lookup(c.db, h, args[1], now()); found {
+	if _, found := sh.Lookup(c.db, h, args[1], c.nowMs()); found {
 		c.int(0)
 		return
 	}
@@ -213,7 +213,7 @@ func cmdGetSet(c *Client, args [][]byte) {
 func cmdGetDel(c *Client, args [][]byte) {
 	sh, h := c.lockKey(args[1])
 	defer c.unlockKey(sh)
-	e, ok := sh.Lookup(c.db, h, args[1], now())
+	e, ok := sh.Lookup(c.db, h, args[1], c.nowMs())
 	if !ok {
 		c.keyMiss(args[1])
 		c.null()
@@ -257,7 +257,7 @@ func cmdGetEx(c *Client, args [][]byte) {
 	}
 	sh, h := c.lockKey(args[1])
 	defer c.unlockKey(sh)
-	e, ok := sh.Lookup(c.db, h, args[1], now())
+	e, ok := sh.Lookup(c.db, h, args[1], c.nowMs())
 	if !ok {
 		c.keyMiss(args[1])
 		c.null()
@@ -359,7 +359,7 @@ const maxStringBytes = 512 << 20
 func cmdAppend(c *Client, args [][]byte) {
 	sh, h := c.lockKey(args[1])
 	defer c.unlockKey(sh)
-	e, ok := sh.Lookup(c.db, h, args[1], now())
+	e, ok := sh.Lookup(c.db, h, args[1], c.nowMs())
 	if !ok {
 		sh.DB(c.db).Put(h, args[1], shard.Value{Type: shard.TypeString, Str: args[2]})
 		c.notify(kseString, "append", args[1])
@@ -392,7 +392,7 @@ func cmdAppend(c *Client, args [][]byte) {
 func cmdStrlen(c *Client, args [][]byte) {
 	sh, h := c.lockKey(args[1])
 	defer c.unlockKey(sh)
-	e, ok := sh.Lookup(c.db, h, args[1], now())
+	e, ok := sh.Lookup(c.db, h, args[1], c.nowMs())
 	if !ok {
 		c.keyMiss(args[1])
 		c.int(0)
@@ -414,7 +414,7 @@ func cmdGetRange(c *Client, args [][]byte) {
 	}
 	sh, h := c.lockKey(args[1])
 	defer c.unlockKey(sh)
-	e, ok := sh.Lookup(c.db, h, args[1], now())
+	e, ok := sh.Lookup(c.db, h, args[1], c.nowMs())
 	if !ok {
 		c.keyMiss(args[1])
 		c.bulkString("")
@@ -466,7 +466,7 @@ func cmdSetRange(c *Client, args [][]byte) {
 	val := args[3]
 	sh, h := c.lockKey(args[1])
 	defer c.unlockKey(sh)
-	e, found := sh.Lookup(c.db, h, args[1], now())
+	e, found := sh.Lookup(c.db, h, args[1], c.nowMs())
 	if found && e.Type() != shard.TypeString {
 		c.errWrongType()
 		return
@@ -532,7 +532,7 @@ func cmdDecrBy(c *Client, args [][]byte) {
 func incrBy(c *Client, key []byte, by int64) {
 	sh, h := c.lockKey(key)
 	defer c.unlockKey(sh)
-	e, found := sh.Lookup(c.db, h, key, now())
+	e, found := sh.Lookup(c.db, h, key, c.nowMs())
 	var cur, expireAt int64
 	if found {
 		if e.Type() != shard.TypeString {
@@ -588,7 +588,7 @@ func parseFloat(b []byte) (float64, bool) {
 func cmdIncrByFloat(c *Client, args [][]byte) {
 	sh, h := c.lockKey(args[1])
 	defer c.unlockKey(sh)
-	e, found := sh.Lookup(c.db, h, args[1], now())
+	e, found := sh.Lookup(c.db, h, args[1], c.nowMs())
 	// Redis's order: the type, the stored value, then the increment, all
 	// in long double (longdouble.go).
 	cur := new(big.Float)

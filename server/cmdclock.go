@@ -1,5 +1,7 @@
 package server
 
+import "time"
+
 // The command clock: the wall time, in milliseconds, at which the running
 // command began (cmdBegin sets it, cmdDone clears it). Redis 7.0 judges
 // key expiry during a command by the time cached when call() began, not
@@ -15,4 +17,64 @@ func (c *Client) nowMs() int64 {
 		return c.cmdMs
 	}
 	return now()
+}
+
+// Clock reads per pipelined command (issue 20). A command's duration
+// (commandstats, latencystats, SLOWLOG, LATENCY, the watchdog) is measured
+// on the monotonic clock from its start to its end. Within one batch of
+// requests read together (processInput), the end of one command is the
+// start of the next: one monotonic read per command instead of a wall and
+// a monotonic read at the start and another at the end. The batch's first
+// command reads the wall clock once (time.Now); the commands after it get
+// their wall start (cmdMs) from that reading plus the monotonic time since,
+// so a whole batch costs one wall read. The shared boundary is dropped
+// (the next command reads the clock afresh) whenever something may have
+// waited between two commands: a pause, a busy script, the OOM check, a
+// panic, the end of the batch. Outside a batch (EXEC's queued commands,
+// scripts, replication and AOF apply) every command reads the clock.
+type cmdClock struct {
+	base  time.Time // this client's monotonic origin (set at first use)
+	off   int64     // wall ns minus monotonic ns, as read at the batch's first command
+	last  int64     // in a batch: the previous command's end (monotonic ns), 0 none
+	batch bool      // processInput is running a batch
+}
+
+// cmdStart is the start of a command run directly: its monotonic time in
+// ns and its wall time in ms (for cmdMs).
+func (c *Client) cmdStart() (mono, wallMs int64) {
+	k := &c.clk
+	if k.last != 0 {
+		return k.last, (k.off + k.last) / 1e6
+	}
+	t := time.Now()
+	if k.base.IsZero() {
+		k.base = t.Add(-time.Second) // mono is never 0 (0 means none)
+	}
+	mono = int64(t.Sub(k.base)) // the monotonic readings: no clock read
+	k.off = t.UnixNano() - mono
+	return mono, t.UnixMilli()
+}
+
+// monoNow is the monotonic time in ns on this client's origin (one clock
+// read).
+func (c *Client) monoNow() int64 {
+	if c.clk.base.IsZero() {
+		c.clk.base = time.Now().Add(-time.Second)
+	}
+	return int64(time.Since(c.clk.base))
+}
+
+// cmdEnded keeps a direct command's end as the next command's start while
+// in a batch.
+func (c *Client) cmdEnded(end int64) {
+	if c.clk.batch {
+		c.clk.last = end
+	}
+}
+
+// clockBreak drops the shared boundary: the next command reads the clock.
+// It returns false, to sit in a condition before a wait.
+func (c *Client) clockBreak() bool {
+	c.clk.last = 0
+	return false
 }

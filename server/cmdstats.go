@@ -6,8 +6,11 @@ package server
 // monitor (latency.go), the watchdog (watchdog.go) and MONITOR (monitor.go).
 //
 // Invariants:
-//   - Hot path cost: per command, two clock reads (shared by every consumer)
-//     and three uncontended atomic adds plus one histogram add. Counters are
+//   - Hot path cost: per command, one monotonic clock read within a
+//     pipelined batch (cmdclock.go: the previous command's end is the next
+//     one's start; the batch's first command also reads the wall clock),
+//     shared by every consumer, and three uncontended atomic adds plus one
+//     histogram add. Counters are
 //     sharded: each command has one slot per event loop (cmdSlot, a cache
 //     line apart), chosen by the client's statSlot; no lock is taken.
 //   - calls/usec/failed_calls count commands that ran (cmd.fn), including
@@ -197,8 +200,18 @@ const (
 	callScript
 )
 
-// cmdBegin starts observing a run of cmd; the result goes to cmdDone.
-func (c *Client) cmdBegin(cmd *command, args [][]byte) time.Time {
+// cmdBegin starts observing a run of cmd with a fresh clock read; the
+// result (a monotonic start, cmdclock.go) goes to cmdDone.
+func (c *Client) cmdBegin(cmd *command, args [][]byte) int64 {
+	c.clk.last = 0 // a nested run (EXEC, script) reads the clock afresh
+	mono, wallMs := c.cmdStart()
+	c.cmdBeginAt(cmd, args, wallMs)
+	return mono
+}
+
+// cmdBeginAt starts observing a run of cmd that started at wall time
+// wallMs (cmdclock.go).
+func (c *Client) cmdBeginAt(cmd *command, args [][]byte, wallMs int64) {
 	c.rejectable = nil
 	if c.callErr != "" && !c.sess.inScript {
 		c.callErr = "" // a script's, now over
@@ -207,15 +220,15 @@ func (c *Client) cmdBegin(cmd *command, args [][]byte) time.Time {
 	if c.srv.obs.mon.n.Load() > 0 && cmd.skipMonitor {
 		c.feedMonitors(cmd, args, callDirect) // scripts show before what they call
 	}
-	t := time.Now()
-	c.cmdMs = t.UnixMilli() // cmdclock.go
-	return t
+	c.cmdMs = wallMs // cmdclock.go
 }
 
-// cmdDone records a finished run of cmd begun at start, with errs the
-// client's error count before it ran.
-func (c *Client) cmdDone(cmd *command, args [][]byte, start time.Time, errs uint32, ctx callCtx) {
-	elapsed := time.Since(start)
+// cmdDone records a finished run of cmd begun at start (monotonic ns,
+// cmdclock.go), with errs the client's error count before it ran; it
+// returns the run's end.
+func (c *Client) cmdDone(cmd *command, args [][]byte, start int64, errs uint32, ctx callCtx) int64 {
+	end := c.monoNow()
+	elapsed := time.Duration(end - start)
 	c.cmdMs = 0
 	held := elapsed - time.Duration(c.waitedNs)
 	s := c.srv
@@ -259,6 +272,7 @@ func (c *Client) cmdDone(cmd *command, args [][]byte, start time.Time, errs uint
 		// or the script's (which may catch it).
 		c.errCount = errs
 	}
+	return end
 }
 
 // cmdSnapshot is a command's counters summed over its slots.

@@ -19,14 +19,14 @@ func BenchmarkNetStatsHook(b *testing.B) {
 
 // BenchmarkMemcachedObserve is what reporting one memcached GET costs the
 // server (the mc_ counters and histogram; nobody monitoring, no SLOWLOG
-// entry), plus the two clock reads the memcached side takes around it.
+// entry), plus the clock read the memcached side takes for it.
 func BenchmarkMemcachedObserve(b *testing.B) {
 	c := benchClient(b)
 	o := c.srv.mcObs
 	line := []byte("get key:1")
 	benchCPU(b, func(int) {
 		start := time.Now()
-		ev := memcache.Observed{Cmd: memcache.CmdGet, Line: line, Start: start, Duration: time.Since(start), Remote: "127.0.0.1:1"}
+		ev := memcache.Observed{Cmd: memcache.CmdGet, Line: line, Duration: time.Since(start), Remote: "127.0.0.1:1"}
 		o.Observe(&ev)
 	})
 }
