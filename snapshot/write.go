@@ -60,6 +60,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -696,6 +697,12 @@ func (s *serializer) run() {
 		if done {
 			s.finish()
 			return
+		}
+		if len(s.queue) >= 2 {
+			// Let the writer take the chunks while they are in cache:
+			// on one core (GOMAXPROCS 1) it would otherwise run only
+			// once the traversal blocks on the budget, megabytes later.
+			runtime.Gosched()
 		}
 		if s.r.pace > 0 && !done {
 			if s.r.contended(writes != seen) {
