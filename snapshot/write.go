@@ -6,9 +6,10 @@
 // pre-change hook on its tables (shard.StartSnapshot), OnCut runs, and the
 // shards are unlocked: writes go on from there. One serializer goroutine per
 // shard then walks the buckets of every database, taking the shard lock for
-// one small batch of buckets at a time (never across I/O), and encodes every
-// bucket not yet captured into RDB records. A write about to change a bucket
-// not yet captured first encodes it inside the hook (also under the lock).
+// at most maxHold at a time (batches of 8 buckets, never across I/O), and
+// encodes every bucket not yet captured into RDB records. A write about to
+// change a bucket not yet captured first encodes it inside the hook (also
+// under the lock).
 // So the file holds every key as it was at the cut, and nothing written
 // after it.
 //
@@ -554,14 +555,10 @@ func (s *serializer) Entry(db int, e *shard.Entry) {
 	}
 }
 
-// AfterHook implements shard.SnapshotSink. Each write during the snapshot
-// also advances the traversal by one batch: the serializer goroutine alone
-// would get only its fair share of the CPU among all the connection
-// goroutines (measured: 6-8 s instead of well under 1 s for 1M keys while
-// 50 clients write on one core), so the writers, who cause the contention,
-// pay for part of the walk (at most 8 buckets per write, only while a
-// snapshot runs). A full buffer is handed over here, waiting for room in
-// the queue: that bounds memory and slows writers to the output's speed.
+// AfterHook implements shard.SnapshotSink. It adds the hook's keys to the
+// progress and hands a full buffer over, waiting for room in the budget
+// only when the whole of it is in use (the last resort, budget.go): that
+// bounds memory and slows writers to the output's speed.
 func (s *serializer) AfterHook(captured bool) {
 	s.writes++
 	s.flushKeys()
