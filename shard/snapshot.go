@@ -175,6 +175,7 @@ func (s *Snapshot) Finish() {
 		go d.release()
 	}
 	s.flushed = nil
+	s.entry, s.batch = Entry{}, nil // no reference to the store's chunks outlives the snapshot
 	s.sh.snap = nil
 }
 
