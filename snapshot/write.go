@@ -588,14 +588,12 @@ func (s *serializer) advance() bool {
 func (s *serializer) pending() int { return len(s.buf.b) + s.rw.Buffered() }
 
 // flushKeys adds the keys encoded since the last call to the progress
-// (shard locked); it returns their number.
-func (s *serializer) flushKeys() int64 {
-	n := s.keys
-	if n != 0 {
-		s.r.keys.Add(n)
+// (shard locked).
+func (s *serializer) flushKeys() {
+	if s.keys != 0 {
+		s.r.keys.Add(s.keys)
 		s.keys = 0
 	}
-	return n
 }
 
 // flushRecords moves what the record writer buffers into the chunk.
@@ -655,6 +653,7 @@ func (s *serializer) run() {
 			return
 		}
 		start := time.Now()
+		keysBefore := s.r.keys.Load() // big values (bigvalues.go) add to it themselves
 		s.sh.Lock()
 		locked := time.Now()
 		s.traversing = true
@@ -671,14 +670,14 @@ func (s *serializer) run() {
 		clear(s.full)
 		s.full = s.full[:0]
 		writes := s.writes
-		encoded := s.flushKeys()
+		s.flushKeys()
 		s.traversing = false
 		s.r.waits.hold(time.Since(locked))
 		s.sh.Unlock()
 		held := time.Since(start)
 		if s.r.keyDelay != nil {
 			if d := s.r.keyDelay(); d > 0 {
-				time.Sleep(time.Duration(encoded) * d)
+				time.Sleep(time.Duration(s.r.keys.Load()-keysBefore) * d)
 			}
 		}
 		for _, c := range out {
