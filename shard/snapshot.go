@@ -61,6 +61,19 @@ type Snapshot struct {
 	dbs     []*DB // databases at the cut, by index (nil: empty)
 	sink    SnapshotSink
 	flushed []*DB // pinned databases flushed meanwhile; released by Finish
+	// batch gathers the entries of one Traverse call before they are
+	// handed out (see Traverse); entry is the one Entry handed to the sink,
+	// reused so that a capture allocates nothing per key. Both are used
+	// only under the shard lock.
+	batch []batchEntry
+	entry Entry
+	touch byte // sink for the gathering loads, so they are not optimized away
+}
+
+// batchEntry is an entry gathered by Traverse: its ref and chunk bytes.
+type batchEntry struct {
+	ref dash.Ref
+	mem []byte
 }
 
 // StartSnapshot starts a snapshot of the shard at this instant. The shard
@@ -107,7 +120,35 @@ func (s *Snapshot) Traverse(db int, cursor uint64) uint64 {
 	if d == nil {
 		return 0
 	}
-	return d.main.TraverseBuckets(cursor, func(b dash.Bucket) { s.capture(db, d, b) })
+	// Gather first, then hand out: the first loads of the entries' chunks
+	// are independent of one another, so the CPU overlaps their cache
+	// misses instead of stalling on each key in turn (the entries of
+	// neighbouring buckets lie anywhere in the slab). Nothing can change
+	// the table between the two loops: the shard stays locked and the sink
+	// only reads.
+	s.batch = s.batch[:0]
+	next := d.main.TraverseBuckets(cursor, func(b dash.Bucket) {
+		if b.Version() >= s.version {
+			return
+		}
+		b.Refs(func(ref dash.Ref) {
+			mem := d.slab.Bytes(ref)
+			s.touch += mem[0] + mem[min(64, len(mem)-1)] + mem[min(128, len(mem)-1)]
+			s.batch = append(s.batch, batchEntry{ref, mem})
+		})
+		b.SetVersion(s.version)
+	})
+	for i := range s.batch {
+		s.emit(db, d, s.batch[i].ref, s.batch[i].mem)
+	}
+	clear(s.batch) // drop the references to the chunks
+	return next
+}
+
+// emit hands one entry (ref, its chunk mem) to the sink.
+func (s *Snapshot) emit(db int, d *DB, ref dash.Ref, mem []byte) {
+	s.entry = Entry{db: d, ref: ref, hdr: decodeHeader(mem)}
+	s.sink.Entry(db, &s.entry)
 }
 
 // capture hands b's entries to the sink and stamps it, unless it already
@@ -116,10 +157,7 @@ func (s *Snapshot) capture(db int, d *DB, b dash.Bucket) bool {
 	if b.Version() >= s.version {
 		return false
 	}
-	b.Refs(func(ref dash.Ref) {
-		e := Entry{db: d, ref: ref, hdr: decodeHeader(d.slab.Bytes(ref))}
-		s.sink.Entry(db, &e)
-	})
+	b.Refs(func(ref dash.Ref) { s.emit(db, d, ref, d.slab.Bytes(ref)) })
 	b.SetVersion(s.version)
 	return true
 }
@@ -137,6 +175,7 @@ func (s *Snapshot) Finish() {
 		go d.release()
 	}
 	s.flushed = nil
+	s.entry, s.batch = Entry{}, nil // no reference to the store's chunks outlives the snapshot
 	s.sh.snap = nil
 }
 

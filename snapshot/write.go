@@ -6,9 +6,10 @@
 // pre-change hook on its tables (shard.StartSnapshot), OnCut runs, and the
 // shards are unlocked: writes go on from there. One serializer goroutine per
 // shard then walks the buckets of every database, taking the shard lock for
-// one small batch of buckets at a time (never across I/O), and encodes every
-// bucket not yet captured into RDB records. A write about to change a bucket
-// not yet captured first encodes it inside the hook (also under the lock).
+// at most maxHold at a time (batches of 8 buckets, never across I/O), and
+// encodes every bucket not yet captured into RDB records. A write about to
+// change a bucket not yet captured first encodes it inside the hook (also
+// under the lock).
 // So the file holds every key as it was at the cut, and nothing written
 // after it.
 //
@@ -60,6 +61,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -162,13 +164,12 @@ type Stats struct {
 const (
 	chunkBytes = 128 << 10 // a serializer hands its buffer over past this size
 	queueLen   = 8         // recycled chunk buffers kept by the writer
-	// lockBatches is how many traversal batches a serializer runs per
-	// lock hold.
-	lockBatches = 8
-	// maxHold ends a paced traversal lock hold early while clients wait:
-	// writers of the shard wait behind it (measured at 1M keys x 100 B
-	// under 50 writing clients: 8 batches held the lock 1.0 ms on average).
-	maxHold = 200 * time.Microsecond
+	// maxHold ends a traversal lock hold: writers of the shard wait
+	// behind it. The clock is read after every batch (8 buckets, about
+	// 64 keys of 100 B: a few µs), so a hold overruns it by one batch at
+	// most. Long holds buy nothing: taking and releasing the lock every
+	// 100 µs costs well under 1% of the traversal.
+	maxHold = 100 * time.Microsecond
 	// maxPause bounds one pause of a paced serializer (see serializer.run).
 	maxPause = time.Millisecond
 	// traversalShare: the traversal starts a lock hold only while at most
@@ -475,6 +476,10 @@ type serializer struct {
 	// traversal lock hold.
 	big     bigQueue
 	heldBig int64
+	// keys counts the keys encoded since the last flushKeys (shard
+	// locked): Progress.Keys is updated once per lock hold, not per key
+	// (an atomic add per key showed in the profile).
+	keys int64
 }
 
 func newSerializer(r *run, sh *shard.Shard, dbnum int) *serializer {
@@ -512,18 +517,31 @@ func (s *serializer) Entry(db int, e *shard.Entry) {
 	if exp != 0 && exp <= s.r.cutMs {
 		return
 	}
-	if s.shareBig(db, e, exp) {
+	// Small strings without memcached flags, the bulk of most datasets,
+	// take one append (rdb.AppendString); the rest go through the record
+	// writer, or to the big value encoder (bigvalues.go).
+	small := e.Type() == shard.TypeString && (!e.HasMeta() || e.MCFlags() == 0)
+	if small {
+		_, big := e.ShareStr()
+		small = !big
+	}
+	if !small && s.shareBig(db, e, exp) {
 		return // encoded off the lock (bigvalues.go)
 	}
 	if db != s.db {
 		s.seal()
 		s.db = db
 	}
-	if err := encode(s.rw, e, exp); err != nil {
+	if small {
+		if s.rw.Buffered() > 0 {
+			s.flushRecords() // keep the records in order
+		}
+		s.buf.b = rdb.AppendString(s.buf.b, e.Key(), e.Str(), exp, !s.r.limits.NoCompression)
+	} else if err := encode(s.rw, e, exp); err != nil {
 		s.r.fail(fmt.Errorf("snapshot: key %q: %w", e.Key(), err))
 		return
 	}
-	s.r.keys.Add(1)
+	s.keys++
 	if s.pending() >= chunkBytes {
 		// Hand the records over now, not at the end of the bucket or
 		// batch: with large values a batch would hold many of them. A
@@ -537,16 +555,13 @@ func (s *serializer) Entry(db int, e *shard.Entry) {
 	}
 }
 
-// AfterHook implements shard.SnapshotSink. Each write during the snapshot
-// also advances the traversal by one batch: the serializer goroutine alone
-// would get only its fair share of the CPU among all the connection
-// goroutines (measured: 6-8 s instead of well under 1 s for 1M keys while
-// 50 clients write on one core), so the writers, who cause the contention,
-// pay for part of the walk (at most 8 buckets per write, only while a
-// snapshot runs). A full buffer is handed over here, waiting for room in
-// the queue: that bounds memory and slows writers to the output's speed.
+// AfterHook implements shard.SnapshotSink. It adds the hook's keys to the
+// progress and hands a full buffer over, waiting for room in the budget
+// only when the whole of it is in use (the last resort, budget.go): that
+// bounds memory and slows writers to the output's speed.
 func (s *serializer) AfterHook(captured bool) {
 	s.writes++
+	s.flushKeys()
 	if s.pending() >= chunkBytes {
 		s.seal()
 		s.sendFull()
@@ -571,6 +586,22 @@ func (s *serializer) advance() bool {
 }
 
 func (s *serializer) pending() int { return len(s.buf.b) + s.rw.Buffered() }
+
+// flushKeys adds the keys encoded since the last call to the progress
+// (shard locked).
+func (s *serializer) flushKeys() {
+	if s.keys != 0 {
+		s.r.keys.Add(s.keys)
+		s.keys = 0
+	}
+}
+
+// flushRecords moves what the record writer buffers into the chunk.
+func (s *serializer) flushRecords() {
+	if err := s.rw.Flush(); err != nil {
+		s.r.fail(err)
+	}
+}
 
 // seal closes the records in the buffer into a chunk.
 func (s *serializer) seal() {
@@ -622,17 +653,14 @@ func (s *serializer) run() {
 			return
 		}
 		start := time.Now()
-		keysBefore := s.r.keys.Load()
+		keysBefore := s.r.keys.Load() // big values (bigvalues.go) add to it themselves
 		s.sh.Lock()
 		locked := time.Now()
 		s.traversing = true
 		s.heldBig = 0
-		// Up to lockBatches traversal batches (8 buckets each) per lock
-		// hold: few enough to keep writers' waits short (~100 µs).
-		// While clients wait (the pacing's sign, see below) a hold also
-		// ends after maxHold; an idle save keeps its long holds.
-		short := s.r.pace > 0 && s.r.contended(s.writes != seen)
-		for i := 0; i < lockBatches && !done && s.pending() < chunkBytes && s.heldBig < bigPerHold && (!short || time.Since(locked) < maxHold); i++ {
+		// Traversal batches (8 buckets each) until maxHold, a full chunk
+		// or bigPerHold bytes of big values, whichever comes first.
+		for !done && s.pending() < chunkBytes && s.heldBig < bigPerHold && time.Since(locked) < maxHold {
 			done = s.advance()
 		}
 		if s.pending() >= chunkBytes || done {
@@ -642,6 +670,7 @@ func (s *serializer) run() {
 		clear(s.full)
 		s.full = s.full[:0]
 		writes := s.writes
+		s.flushKeys()
 		s.traversing = false
 		s.r.waits.hold(time.Since(locked))
 		s.sh.Unlock()
@@ -660,6 +689,12 @@ func (s *serializer) run() {
 		if done {
 			s.finish()
 			return
+		}
+		if len(s.queue) >= 2 {
+			// Let the writer take the chunks while they are in cache:
+			// on one core (GOMAXPROCS 1) it would otherwise run only
+			// once the traversal blocks on the budget, megabytes later.
+			runtime.Gosched()
 		}
 		if s.r.pace > 0 && !done {
 			if s.r.contended(writes != seen) {
@@ -680,6 +715,7 @@ func (s *serializer) finish() {
 	s.stopBig()
 	s.sh.Lock()
 	s.snap.Finish()
+	s.flushKeys()
 	s.seal() // nothing left, unless the run aborted
 	s.sh.Unlock()
 	s.sendFull()

@@ -198,23 +198,10 @@ func (w *Writer) writeLength(n uint64) {
 // writeString writes s like rdbSaveRawString: integer encoded when short
 // and canonical, LZF compressed when > 20 bytes and that saves >= 4 bytes.
 func (w *Writer) writeString(s []byte) {
-	if len(s) <= 11 {
-		if v, ok := parseCanonicalInt(s); ok && v >= math.MinInt32 && v <= math.MaxInt32 {
-			b := w.scratch[:0]
-			switch {
-			case v >= math.MinInt8 && v <= math.MaxInt8:
-				b = append(b, 0xc0|encInt8, byte(v))
-			case v >= math.MinInt16 && v <= math.MaxInt16:
-				b = append(b, 0xc0|encInt16)
-				b = binary.LittleEndian.AppendUint16(b, uint16(v))
-			default:
-				b = append(b, 0xc0|encInt32)
-				b = binary.LittleEndian.AppendUint32(b, uint32(v))
-			}
-			w.scratch = b
-			w.write(b)
-			return
-		}
+	if b, ok := appendIntString(w.scratch[:0], s); ok {
+		w.scratch = b
+		w.write(b)
+		return
 	}
 	w.writeBlob(s)
 }
