@@ -12,7 +12,11 @@
 # cgroup CPU time (cpuacct.usage on cgroup v1, cpu.stat usage_usec on v2)
 # over the commands the server counted in INFO. For TCP it also reports the
 # CPU per request of docker-proxy, which carries the published port's
-# traffic and is not part of the server's figure.
+# traffic and is not part of the server's figure. Each run also names the
+# event loop that served it (INFO's multiplexing_api): Docker 25 and later
+# block io_uring in their default seccomp profile, where Damselfly's
+# default (auto) falls back to epoll, which costs it most of its lead over
+# Redis (BENCHMARKS.md, "Why the container lost the host's advantage").
 #
 #   bench/memtier-docker.sh [ROUNDS] [SECONDS]      (defaults: 2 rounds, 10 s)
 #
@@ -20,7 +24,9 @@
 #   MEMTIER          memtier_benchmark binary (PATH by default; see bench/memtier.sh to build it)
 #   SERVERS          "damselfly redis"      which servers, in this order per round
 #                    (also damselfly-uring: --event-loop io_uring, if the engine's seccomp
-#                    profile allows io_uring; damselfly-gpc: --goroutine-per-conn)
+#                    profile allows io_uring; damselfly-epoll: --event-loop epoll, what
+#                    the default gets under Docker 25+'s seccomp profile;
+#                    damselfly-gpc: --goroutine-per-conn)
 #   TRANSPORTS       "tcp unix"
 #   PIPELINES        "1 16"
 #   SERVER_CPU=0 CLIENT_CPU=1              the server container's cpuset, memtier's core
@@ -149,11 +155,12 @@ start() {
   local server=$1 name="$tag-$1-$RANDOM" vol="$tag-$1-data-$RANDOM" image args
   SOCK="$sockdir/$server.sock"; rm -f "$SOCK"
   case $server in
-    damselfly|damselfly-uring|damselfly-gpc) image=$DAMSELFLY_IMAGE
+    damselfly|damselfly-uring|damselfly-epoll|damselfly-gpc) image=$DAMSELFLY_IMAGE
       # shellcheck disable=SC2206
       args=(--save "" --unixsocket "/run/bench/$server.sock" --unixsocketperm 777 --loglevel warning ${DAMSELFLY_ARGS:-})
       case $server in
         damselfly-uring) args+=(--event-loop io_uring) ;;
+        damselfly-epoll) args+=(--event-loop epoll) ;;
         damselfly-gpc) args+=(--goroutine-per-conn) ;;
       esac ;;
     redis) image=$REDIS_IMAGE
@@ -203,6 +210,7 @@ proxy_us() {
 # running (schedstat's second field, summed over threads), in ms: the share of
 # a run a loaded machine took from the server or from memtier.
 runq_ms() { { cat /proc/"$1"/task/*/schedstat 2>/dev/null || true; } | awk '{s += $2} END {printf "%d\n", s/1e6}'; }
+loop_api() { redis-cli -s "$SOCK" info server | tr -d '\r' | awk -F: '$1=="multiplexing_api"{print $2}'; }
 commands() { redis-cli -s "$SOCK" info stats | tr -d '\r' | awk -F: '$1=="total_commands_processed"{print $2}'; }
 
 out="$work/results"
@@ -222,7 +230,7 @@ for r in $(seq "$ROUNDS"); do
         while kill -0 "$mpid" 2>/dev/null; do m=$(runq_ms "$mpid"); [ -n "$m" ] && m1=$m; sleep 0.2; done
         wait "$mpid" || true
         line=$(awk '$1=="Totals"' "$work/memtier.out")
-        c1=$(cpu_us "$CID"); p1=$(proxy_us "$PORT"); n1=$(commands); s1=$(runq_ms "$spid")
+        c1=$(cpu_us "$CID"); p1=$(proxy_us "$PORT"); n1=$(commands); s1=$(runq_ms "$spid"); api=$(loop_api)
         load=$(cut -d' ' -f1 /proc/loadavg)
         if [ -n "${LOGS:-}" ]; then
           mkdir -p "$LOGS"; docker stop -t 10 "$CID" >/dev/null
@@ -234,7 +242,7 @@ for r in $(seq "$ROUNDS"); do
         n=$((n1 - n0)); [ "$n" -gt 0 ] || n=1
         cpu=$(awk -v t=$((c1 - c0)) -v n="$n" 'BEGIN{printf "%.2f", t/n}')
         proxy=$(awk -v t=$((p1 - p0)) -v n="$n" 'BEGIN{printf "%.2f", t/n}')
-        echo "$server $transport P$pipeline round $r: ops/s $ops | p50 $p50 | p99 $p99 | p99.9 $p999 | CPU/req ${cpu} us | proxy CPU/req ${proxy} us | load $load | runq ms server $((s1 - s0)) memtier $m1" \
+        echo "$server $transport P$pipeline round $r [$api]: ops/s $ops | p50 $p50 | p99 $p99 | p99.9 $p999 | CPU/req ${cpu} us | proxy CPU/req ${proxy} us | load $load | runq ms server $((s1 - s0)) memtier $m1" \
           | tee -a "$out" ${OUT:+"$OUT"}
       done
     done
@@ -244,15 +252,17 @@ echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$out" <<'PY'
 import re, statistics, sys, collections
 rows = collections.defaultdict(list)
+loops = collections.defaultdict(set)
 for l in open(sys.argv[1]):
-    m = re.match(r"(\S+) (\S+) (P\d+) round \d+: ops/s ([0-9.]+) \| p50 ([0-9.]+) \| p99 ([0-9.]+) \| p99.9 ([0-9.]+) \| CPU/req ([0-9.]+) us \| proxy CPU/req ([0-9.]+) us \| load ([0-9.]+) \| runq ms server (\d+) memtier (\d+)", l)
+    m = re.match(r"(\S+) (\S+) (P\d+) round \d+ \[(\S*)\]: ops/s ([0-9.]+) \| p50 ([0-9.]+) \| p99 ([0-9.]+) \| p99.9 ([0-9.]+) \| CPU/req ([0-9.]+) us \| proxy CPU/req ([0-9.]+) us \| load ([0-9.]+) \| runq ms server (\d+) memtier (\d+)", l)
     if m:
-        rows[(m[2], m[3], m[1])].append([float(x) for x in m.groups()[3:]])
+        rows[(m[2], m[3], m[1])].append([float(x) for x in m.groups()[4:]])
+        loops[(m[2], m[3], m[1])].add(m[4] or "?")
 def f(v, p): return f"{statistics.median(v):.{p}f} ({min(v):.{p}f}-{max(v):.{p}f})" if len(v) > 1 else f"{v[0]:.{p}f}"
 print()
-print("| transport | pipeline | server | ops/s | p50 ms | p99 ms | p99.9 ms | server CPU/request µs | docker-proxy CPU/request µs | load | run-queue wait ms: server / memtier |")
-print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| transport | pipeline | server | loop | ops/s | p50 ms | p99 ms | p99.9 ms | server CPU/request µs | docker-proxy CPU/request µs | load | run-queue wait ms: server / memtier |")
+print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for (tr, pl, srv), v in sorted(rows.items(), key=lambda kv: (kv[0][0] != "tcp", int(kv[0][1][1:]), kv[0][2])):
     cols = list(zip(*v))
-    print(f"| {tr} | {pl} | {srv} | {f(cols[0],0)} | {f(cols[1],3)} | {f(cols[2],3)} | {f(cols[3],3)} | {f(cols[4],2)} | {f(cols[5],2) if tr == 'tcp' else '-'} | {f(cols[6],1)} | {f(cols[7],0)} / {f(cols[8],0)} |")
+    print(f"| {tr} | {pl} | {srv} | {'/'.join(sorted(loops[(tr, pl, srv)]))} | {f(cols[0],0)} | {f(cols[1],3)} | {f(cols[2],3)} | {f(cols[3],3)} | {f(cols[4],2)} | {f(cols[5],2) if tr == 'tcp' else '-'} | {f(cols[6],1)} | {f(cols[7],0)} / {f(cols[8],0)} |")
 PY

@@ -7,11 +7,14 @@
 # runs are interleaved per round so a busy moment on a shared machine hits
 # every configuration alike. Reports ops/s, p50/p99/p99.9 latency (ms) and
 # server CPU per request (utime+stime from /proc/PID/stat over the
-# commands the server counted in INFO).
+# commands the server counted in INFO), and which event loop served each
+# run (INFO's multiplexing_api: io_uring, epoll, goroutines), so that a
+# table never mixes up loops.
 #
 #   bench/memtier.sh [ROUNDS] [SECONDS]        (defaults: 2 rounds, 10 s)
 #
-# SERVERS (default "damselfly redis") may add damselfly-gpc: Damselfly with
+# PIPELINES (default "1 16") and TRANSPORTS (default "tcp unix") narrow the
+# runs. SERVERS (default "damselfly redis") may add damselfly-gpc: Damselfly with
 # --goroutine-per-conn, which is how Unix-socket clients were served before
 # they moved to the event loops, and damselfly-epoll: the event loops on
 # epoll (plain damselfly uses io_uring where the kernel allows it).
@@ -41,6 +44,7 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 commands() { redis-cli -p "$1" info stats | tr -d '\r' | awk -F: '$1=="total_commands_processed"{print $2}'; }
+loop_api() { redis-cli -p "$1" info server | tr -d '\r' | awk -F: '$1=="multiplexing_api"{print $2}'; }
 
 # start SERVER PORT SOCK: starts the server on core 0, echoes its pid.
 start() {
@@ -62,9 +66,10 @@ start() {
 
 hz=$(getconf CLK_TCK)
 out="$work/results"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$ROUNDS"); do
-  for pipeline in 1 16; do
-    for transport in tcp unix; do
+  for pipeline in ${PIPELINES:-1 16}; do
+    for transport in ${TRANSPORTS:-tcp unix}; do
       for server in ${SERVERS:-damselfly redis}; do
         port=$(free_port); sock="$work/$server.sock"
         pid=$(start "$server" "$port" "$sock"); pids+=("$pid")
@@ -73,28 +78,31 @@ for r in $(seq "$ROUNDS"); do
         line=$(taskset -c 1 "$MEMTIER" "${target[@]}" --protocol=redis -t 4 -c 50 --ratio=1:10 -d 32 \
                  --pipeline="$pipeline" --test-time="$SECS" --print-percentiles 50,99,99.9 --hide-histogram \
                  2>/dev/null | awk '$1=="Totals"')
-        c1=$(cpu_ticks "$pid"); n1=$(commands "$port")
+        c1=$(cpu_ticks "$pid"); n1=$(commands "$port"); api=$(loop_api "$port")
         kill "$pid"; while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
         # Totals: ops/s hits/s misses/s avg p50 p99 p99.9 KB/s
         read -r _ ops _ _ _ p50 p99 p999 _ <<<"$line"
         cpu_us=$(awk -v t=$((c1 - c0)) -v hz="$hz" -v n=$((n1 - n0)) 'BEGIN{printf "%.2f", t/hz*1e6/(n>0?n:1)}')
-        echo "$server $transport P$pipeline round $r: ops/s $ops | p50 $p50 | p99 $p99 | p99.9 $p999 | CPU/req ${cpu_us} us" | tee -a "$out"
+        echo "$server $transport P$pipeline round $r [$api]: ops/s $ops | p50 $p50 | p99 $p99 | p99.9 $p999 | CPU/req ${cpu_us} us" | tee -a "$out"
       done
     done
   done
 done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$out" <<'PY'
 import re, statistics, sys, collections
 rows = collections.defaultdict(list)
+loops = collections.defaultdict(set)
 for l in open(sys.argv[1]):
-    m = re.match(r"(\S+) (\S+) (P\d+) round \d+: ops/s ([0-9.]+) \| p50 ([0-9.]+) \| p99 ([0-9.]+) \| p99.9 ([0-9.]+) \| CPU/req ([0-9.]+) us", l)
+    m = re.match(r"(\S+) (\S+) (P\d+) round \d+ \[(\S*)\]: ops/s ([0-9.]+) \| p50 ([0-9.]+) \| p99 ([0-9.]+) \| p99.9 ([0-9.]+) \| CPU/req ([0-9.]+) us", l)
     if m:
-        rows[(m[2], m[3], m[1])].append([float(x) for x in m.groups()[3:]])
+        rows[(m[2], m[3], m[1])].append([float(x) for x in m.groups()[4:]])
+        loops[(m[2], m[3], m[1])].add(m[4] or "?")
 def f(v, p): return f"{statistics.median(v):.{p}f} ({min(v):.{p}f}-{max(v):.{p}f})" if len(v) > 1 else f"{v[0]:.{p}f}"
 print()
-print("| transport | pipeline | server | ops/s | p50 ms | p99 ms | p99.9 ms | server CPU/request µs |")
-print("|---|---|---|---:|---:|---:|---:|---:|")
+print("| transport | pipeline | server | loop | ops/s | p50 ms | p99 ms | p99.9 ms | server CPU/request µs |")
+print("|---|---|---|---|---:|---:|---:|---:|---:|")
 for (tr, pl, srv), v in sorted(rows.items()):
     cols = list(zip(*v))
-    print(f"| {tr} | {pl} | {srv} | {f(cols[0],0)} | {f(cols[1],3)} | {f(cols[2],3)} | {f(cols[3],3)} | {f(cols[4],2)} |")
+    print(f"| {tr} | {pl} | {srv} | {'/'.join(sorted(loops[(tr, pl, srv)]))} | {f(cols[0],0)} | {f(cols[1],3)} | {f(cols[2],3)} | {f(cols[3],3)} | {f(cols[4],2)} |")
 PY

@@ -503,9 +503,46 @@ func TestDockerImage(t *testing.T) {
 		}
 	})
 
+	t.Run("io_uring refused by seccomp: served on epoll", func(t *testing.T) {
+		ioURingRefused(t)
+	})
+
 	t.Run("compose example in the README", func(t *testing.T) {
 		composeExample(t)
 	})
+}
+
+// ioURingRefused runs the image under a seccomp profile that refuses the
+// io_uring system calls with EPERM, as Docker 25 and later's default
+// profile does (moby/moby#46762; this machine's engine may be older): the
+// default --event-loop auto must fall back to epoll, say why in the log,
+// and serve clients over TCP and the Unix socket.
+func ioURingRefused(t *testing.T) {
+	ctx := context.Background()
+	profile := filepath.Join(t.TempDir(), "no-io_uring.json")
+	os.WriteFile(profile, []byte(`{"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names":
+		["io_uring_setup", "io_uring_enter", "io_uring_register"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1}]}`), 0o644)
+	sockDir := t.TempDir()
+	os.Chmod(sockDir, 0o1777)
+	c := run(t, []string{"--security-opt", "seccomp=" + profile, "-v", sockDir + ":/run/sock"},
+		"--unixsocket", "/run/sock/damselfly.sock", "--unixsocketperm", "777")
+	rdb := c.client("")
+	server := rdb.Info(ctx, "server").Val()
+	if !strings.Contains(server, "multiplexing_api:epoll\r\n") {
+		t.Fatalf("INFO server under a profile refusing io_uring, want multiplexing_api:epoll:\n%s", server)
+	}
+	logs, _ := docker(t, "logs", c.id)
+	if !strings.Contains(logs, "io_uring unavailable") || !strings.Contains(logs, "seccomp") {
+		t.Errorf("the log does not say why the loops use epoll:\n%s", logs)
+	}
+	unix := redis.NewClient(&redis.Options{Network: "unix", Addr: filepath.Join(sockDir, "damselfly.sock"), MaxRetries: -1})
+	defer unix.Close()
+	if err := unix.Set(ctx, "k", "over the socket", 0).Err(); err != nil {
+		t.Fatalf("SET over the Unix socket: %v", err)
+	}
+	if got := rdb.Get(ctx, "k").Val(); got != "over the socket" {
+		t.Fatalf("GET over TCP = %q", got)
+	}
 }
 
 // ping sends PING on a fresh connection and returns the reply line (or

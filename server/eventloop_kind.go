@@ -1,6 +1,11 @@
 package server
 
-import "github.com/damselflydb/damselfly/netpoll"
+import (
+	"errors"
+	"syscall"
+
+	"github.com/damselflydb/damselfly/netpoll"
+)
 
 // Event loop kinds (Config.EventLoop, --event-loop): io_uring submits a
 // whole loop iteration's replies and receives with one system call; epoll
@@ -15,10 +20,18 @@ func (s *Server) newLoop(kind string) (*netpoll.Loop, error) {
 		if err == nil {
 			return l, nil
 		}
+		args := []any{"err", err}
+		if errors.Is(err, syscall.EPERM) {
+			// The usual cause in a container, where epoll costs about
+			// 1.5x io_uring's CPU per request (BENCHMARKS.md, issue 22).
+			args = append(args, "hint", "refused by a seccomp profile (Docker 25+'s default refuses io_uring: "+
+				"allow io_uring_setup, io_uring_enter and io_uring_register, see the README's Docker section) "+
+				"or by the sysctl kernel.io_uring_disabled")
+		}
 		if kind == "io_uring" {
-			s.log.Warn("io_uring unavailable; event loops use epoll", "err", err)
+			s.log.Warn("io_uring unavailable; event loops use epoll", args...)
 		} else {
-			s.log.Info("io_uring unavailable; event loops use epoll", "err", err)
+			s.log.Info("io_uring unavailable; event loops use epoll", args...)
 		}
 	}
 	return netpoll.New(s.log)
