@@ -193,6 +193,34 @@ func (t *Table) Prefetch(h uint64) {
 	t.sink += s.buckets[i].occ + s.buckets[neighbour(i)].probe + uint8(s.versions[i])
 }
 
+// PrefetchLookups prepares Finds of a batch of hashes: it reads their home
+// and neighbour buckets (as Prefetch), then the stored key of each hash's
+// first fingerprint match, the entry a Find would compare. Each phase's
+// reads are independent of each other, so the CPU overlaps their cache
+// misses instead of stalling on each in turn (a pipeline of GETs or SETs
+// over a table bigger than the caches). It changes nothing.
+func (t *Table) PrefetchLookups(hs []uint64) {
+	for _, h := range hs {
+		t.Prefetch(h)
+	}
+	for _, h := range hs {
+		s := t.dir[h>>t.shift]
+		home := homeOf(h)
+		fp := fpOf(h)
+		b := &s.buckets[home]
+		m := b.match(fp) &^ b.probe
+		if m == 0 {
+			b = &s.buckets[neighbour(home)]
+			m = b.match(fp) & b.probe
+		}
+		if m != 0 {
+			if k := t.keys.Key(b.refs[bits.TrailingZeros8(m)]); len(k) > 0 {
+				t.sink += k[0]
+			}
+		}
+	}
+}
+
 func (t *Table) findStash(s *segment, stashes uint8, home uint, fp uint8, key []byte) (Pos, bool) {
 	for ; stashes != 0; stashes &= stashes - 1 {
 		j := nRegular + uint(bits.TrailingZeros8(stashes))

@@ -254,6 +254,11 @@ func (d *DB) Prefetch(h uint64, expires bool) {
 	}
 }
 
+// PrefetchLookups brings into cache what Finds of a batch of hashes will
+// read: their index buckets and the key each would compare first (see
+// dash.Table.PrefetchLookups).
+func (d *DB) PrefetchLookups(hs []uint64) { d.main.PrefetchLookups(hs) }
+
 // Add stores v under key unless the key exists (then it reports false and
 // changes nothing): one index probe where Find then Put would take two
 // (loading a dump refuses duplicate keys this way).
