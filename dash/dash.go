@@ -194,12 +194,13 @@ func (t *Table) Prefetch(h uint64) {
 }
 
 // PrefetchLookups prepares Finds of a batch of hashes: it reads their home
-// and neighbour buckets (as Prefetch), then the stored key of each hash's
-// first fingerprint match, the entry a Find would compare. Each phase's
-// reads are independent of each other, so the CPU overlaps their cache
-// misses instead of stalling on each in turn (a pipeline of GETs or SETs
-// over a table bigger than the caches). It changes nothing.
-func (t *Table) PrefetchLookups(hs []uint64) {
+// and neighbour buckets (as Prefetch), all of them first, so that the CPU
+// overlaps those cache misses instead of stalling on each in turn (a
+// pipeline of GETs or SETs over a table bigger than the caches). It then
+// appends to refs, per hash, the ref of its first fingerprint match (the
+// entry a Find would compare first), for the caller to prefetch the same
+// way, and returns refs. It changes nothing.
+func (t *Table) PrefetchLookups(hs []uint64, refs []Ref) []Ref {
 	for _, h := range hs {
 		t.Prefetch(h)
 	}
@@ -214,11 +215,10 @@ func (t *Table) PrefetchLookups(hs []uint64) {
 			m = b.match(fp) & b.probe
 		}
 		if m != 0 {
-			if k := t.keys.Key(b.refs[bits.TrailingZeros8(m)]); len(k) > 0 {
-				t.sink += k[0]
-			}
+			refs = append(refs, b.refs[bits.TrailingZeros8(m)])
 		}
 	}
+	return refs
 }
 
 func (t *Table) findStash(s *segment, stashes uint8, home uint, fp uint8, key []byte) (Pos, bool) {
