@@ -305,7 +305,7 @@ func (c *Client) processBatch() error {
 			c.srv.log.Debug("protocol error", "client", c.id, "addr", c.addr, "err", err)
 			return err
 		}
-		c.prefetchNext() // prefetch.go
+		c.prefetchNext(n) // prefetch.go
 		c.execute(args)
 		if c.detach {
 			// Not run: the request stays buffered for the goroutine

@@ -39,6 +39,7 @@ func benchRequestsWith(b *testing.B, cmd string, n int, prepare func(*Client)) {
 	c.out = c.out[:0]
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	for i := 0; i < b.N; i++ {
 		req := reqs[i%n]
 		c.r, c.w = 0, copy(c.in, req)
@@ -47,6 +48,7 @@ func benchRequestsWith(b *testing.B, cmd string, n int, prepare func(*Client)) {
 		}
 		c.out = c.out[:0]
 	}
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 // Run with -benchmem: the request path should not allocate.

@@ -20,14 +20,14 @@ import (
 // shard lock, taken with TryLock so that it never waits (a busy script or a
 // long lock holder is left to dispatch, which answers it as before). A
 // request it cannot peek at (inline, partial, many arguments) ends the
-// window. A lone request (no pipelining) is never prefetched.
+// window. A lone request (nothing buffered after it) is never prefetched.
 
 // aheadMax is the most requests one lookahead covers: enough to overlap the
 // misses of a redis-benchmark -P 16 batch, few enough to stay in L1.
 const aheadMax = 16
 
 // lookahead is a client's prefetch window, allocated when the client first
-// pipelines (a kilobyte: not for every connection).
+// pipelines (about a kilobyte: not for every connection).
 type lookahead struct {
 	names  [aheadMax][]byte
 	keys   [aheadMax][]byte
@@ -36,11 +36,15 @@ type lookahead struct {
 	batch  [aheadMax]uint64 // one shard's hashes
 }
 
-// prefetchNext is called before each request of a batch: at the start of a
-// window it prefetches the keys of the requests ahead.
-func (c *Client) prefetchNext() {
+// prefetchNext is called before each request of a batch, n bytes long: at
+// the start of a window it prefetches the keys of the requests ahead. A
+// request with nothing buffered after it (no pipelining) costs a compare.
+func (c *Client) prefetchNext(n int) {
 	if c.aheadLeft > 0 {
 		c.aheadLeft--
+		return
+	}
+	if c.r+n >= c.w {
 		return
 	}
 	c.aheadLeft = c.prefetchAhead() - 1
@@ -51,10 +55,6 @@ func (c *Client) prefetchNext() {
 // (at least 1).
 func (c *Client) prefetchAhead() int {
 	buf := c.in[c.r:c.w]
-	_, _, n, ok := resp.PeekKey(buf)
-	if !ok || n == len(buf) {
-		return 1 // not pipelined: nothing to overlap
-	}
 	if c.ahead == nil {
 		c.ahead = new(lookahead)
 	}
