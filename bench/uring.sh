@@ -15,7 +15,7 @@
 # linux-perf), kept apart so that tracing does not tax the CPU figures.
 # Env: DAMSELFLY (binary, default: go build into the temp dir), N (requests
 # unpipelined, 30000; x10 at -P 16), C (clients, 50), D (value bytes, 256),
-# ROUNDS (3), UNIX=1 (over the Unix sockets instead of TCP), SHARDS_ARGS (extra
+# ROUNDS (3), PIPES (pipeline depths, "1 16"), UNIX=1 (over the Unix sockets instead of TCP), SHARDS_ARGS (extra
 # Damselfly flags), PIN=0 (do not pin the servers; for the two-core runs),
 # OLD (another Damselfly binary, run on io_uring as a fourth server O, e.g.
 # an earlier commit's, to measure a change in the same run).
@@ -69,7 +69,7 @@ else
   echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 fi
 for t in ${TESTS//,/ }; do
-  for p in 1 16; do
+  for p in ${PIPES:-1 16}; do
     n=$N; [ "$p" -gt 1 ] && n=$((N * 10))
     declare -A ops=() cpu=()
     for r in $(seq 1 "$ROUNDS"); do

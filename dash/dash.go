@@ -193,6 +193,34 @@ func (t *Table) Prefetch(h uint64) {
 	t.sink += s.buckets[i].occ + s.buckets[neighbour(i)].probe + uint8(s.versions[i])
 }
 
+// PrefetchLookups prepares Finds of a batch of hashes: it reads their home
+// and neighbour buckets (as Prefetch), all of them first, so that the CPU
+// overlaps those cache misses instead of stalling on each in turn (a
+// pipeline of GETs or SETs over a table bigger than the caches). It then
+// appends to refs, per hash, the ref of its first fingerprint match (the
+// entry a Find would compare first), for the caller to prefetch the same
+// way, and returns refs. It changes nothing.
+func (t *Table) PrefetchLookups(hs []uint64, refs []Ref) []Ref {
+	for _, h := range hs {
+		t.Prefetch(h)
+	}
+	for _, h := range hs {
+		s := t.dir[h>>t.shift]
+		home := homeOf(h)
+		fp := fpOf(h)
+		b := &s.buckets[home]
+		m := b.match(fp) &^ b.probe
+		if m == 0 {
+			b = &s.buckets[neighbour(home)]
+			m = b.match(fp) & b.probe
+		}
+		if m != 0 {
+			refs = append(refs, b.refs[bits.TrailingZeros8(m)])
+		}
+	}
+	return refs
+}
+
 func (t *Table) findStash(s *segment, stashes uint8, home uint, fp uint8, key []byte) (Pos, bool) {
 	for ; stashes != 0; stashes &= stashes - 1 {
 		j := nRegular + uint(bits.TrailingZeros8(stashes))

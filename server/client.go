@@ -155,6 +155,9 @@ type Client struct {
 	// The last command name looked up and its command (issue 20,
 	// cmdcache.go): a pipeline repeats its command.
 	cmdCache cmdCache
+	// The key prefetch window over pipelined requests (prefetch.go).
+	ahead     *lookahead
+	aheadLeft int
 	// inHeld is this client's share of Server.inRetained (inbuf.go).
 	inHeld int64
 }
@@ -282,6 +285,7 @@ func (c *Client) makeRoom() {
 // one batch for the command clock (cmdclock.go).
 func (c *Client) processInput() error {
 	c.clk.batch = true
+	c.aheadLeft = 0 // prefetch.go: a new window
 	err := c.processBatch()
 	c.clk.batch, c.clk.last = false, 0
 	return err
@@ -301,6 +305,7 @@ func (c *Client) processBatch() error {
 			c.srv.log.Debug("protocol error", "client", c.id, "addr", c.addr, "err", err)
 			return err
 		}
+		c.prefetchNext(n) // prefetch.go
 		c.execute(args)
 		if c.detach {
 			// Not run: the request stays buffered for the goroutine

@@ -4,6 +4,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"syscall"
 	"testing"
 )
 
@@ -38,6 +39,7 @@ func benchRequestsWith(b *testing.B, cmd string, n int, prepare func(*Client)) {
 	c.out = c.out[:0]
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	for i := 0; i < b.N; i++ {
 		req := reqs[i%n]
 		c.r, c.w = 0, copy(c.in, req)
@@ -46,6 +48,7 @@ func benchRequestsWith(b *testing.B, cmd string, n int, prepare func(*Client)) {
 		}
 		c.out = c.out[:0]
 	}
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 // Run with -benchmem: the request path should not allocate.
@@ -66,3 +69,65 @@ func BenchmarkExecuteXAdd(b *testing.B) {
 		c.out = c.out[:0]
 	}
 }
+
+// benchPipelined runs batches of 16 pipelined requests (one processInput
+// each, as an event loop does with one read) over keys keys in random
+// order: with 1M keys of 256 bytes the keyspace is far bigger than the CPU
+// caches, as in redis-benchmark -P 16 -r 1000000 (issue 20).
+func benchPipelined(b *testing.B, cmd string, keys int) {
+	c := benchClient(b)
+	val := string(make([]byte, 256))
+	rnd := uint64(1)
+	next := func() string {
+		rnd ^= rnd << 13
+		rnd ^= rnd >> 7
+		rnd ^= rnd << 17
+		return "key:" + strconv.Itoa(int(rnd%uint64(keys)))
+	}
+	for i := 0; i < keys; i++ {
+		c.execute([][]byte{[]byte("SET"), []byte("key:" + strconv.Itoa(i)), []byte(val)})
+		c.out = c.out[:0]
+	}
+	const depth, batches = 16, 4096
+	reqs := make([][]byte, batches)
+	for i := range reqs {
+		var buf []byte
+		for j := 0; j < depth; j++ {
+			switch cmd {
+			case "SET":
+				buf = append(buf, encode("SET", next(), val)...)
+			case "INCR":
+				buf = append(buf, encode("INCR", "n"+next())...)
+			default:
+				buf = append(buf, encode(cmd, next())...)
+			}
+		}
+		reqs[i] = buf
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for i := 0; i < b.N; i += depth {
+		req := reqs[(i/depth)%batches]
+		c.r, c.w = 0, copy(c.in, req)
+		if err := c.processInput(); err != nil {
+			b.Fatal(err)
+		}
+		c.out = c.out[:0]
+	}
+	// On a shared machine wall time counts other programs' turns too.
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+// cpuTime is the process's user+system CPU time in ns.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+func BenchmarkExecutePipelinedGet(b *testing.B)  { benchPipelined(b, "GET", 1<<20) }
+func BenchmarkExecutePipelinedSet(b *testing.B)  { benchPipelined(b, "SET", 1<<20) }
+func BenchmarkExecutePipelinedIncr(b *testing.B) { benchPipelined(b, "INCR", 1<<20) }

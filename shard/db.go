@@ -34,6 +34,9 @@ type DB struct {
 	// shared: big strings shared with a running snapshot
 	// (snapshot_share.go); nil when none.
 	shared *sharedStrs
+	// PrefetchLookups' scratch, and its sink for the reads it makes.
+	prefetchRefs []dash.Ref
+	sink         byte
 }
 
 // newDB makes an empty DB whose tables stamp changed buckets with version
@@ -253,6 +256,28 @@ func (d *DB) Prefetch(h uint64, expires bool) {
 		d.expires.Prefetch(h)
 	}
 }
+
+// PrefetchLookups brings into cache what lookups of a batch of hashes will
+// read: their index buckets, then the entry (header, key, value: up to
+// prefetchEntryMax bytes) each would compare first. Each step's reads are
+// independent of each other, so their cache misses overlap (see
+// dash.Table.PrefetchLookups). Call it under the shard lock.
+func (d *DB) PrefetchLookups(hs []uint64) {
+	d.prefetchRefs = d.main.PrefetchLookups(hs, d.prefetchRefs[:0])
+	var sink byte
+	for _, r := range d.prefetchRefs {
+		mem := d.slab.Bytes(r)
+		for i := 0; i < len(mem) && i < prefetchEntryMax; i += 64 {
+			sink += mem[i]
+		}
+	}
+	d.sink += sink
+}
+
+// prefetchEntryMax is how much of an entry PrefetchLookups reads: a GET
+// copies the value into its reply and a SET overwrites it in place, so the
+// lines of a small value are as hot as its header.
+const prefetchEntryMax = 512
 
 // Add stores v under key unless the key exists (then it reports false and
 // changes nothing): one index probe where Find then Put would take two

@@ -86,6 +86,10 @@ func (sh *Shard) ID() int { return sh.id }
 func (sh *Shard) Lock()   { sh.mu.Lock() }
 func (sh *Shard) Unlock() { sh.mu.Unlock() }
 
+// TryLock locks the shard if no one holds it, for work that is only worth
+// doing without waiting (prefetching hints).
+func (sh *Shard) TryLock() bool { return sh.mu.TryLock() }
+
 // DB returns database i of this shard, creating it on first use.
 func (sh *Shard) DB(i int) *DB {
 	d := sh.dbs[i]

@@ -1,0 +1,36 @@
+package dash
+
+import (
+	"strconv"
+	"testing"
+)
+
+// PrefetchLookups names at most one entry per hash, only stored ones, and
+// changes nothing, with colliding hashes too.
+func TestPrefetchLookups(t *testing.T) {
+	for name, hash := range map[string]func([]byte) uint64{"good": goodHash, "badBucket": badBucketHash, "badFP": badFPHash} {
+		h := newHarness(t, hash)
+		for i := 0; i < 3000; i++ {
+			h.insert("k" + strconv.Itoa(i))
+		}
+		var hs []uint64
+		for i := 0; i < 6000; i += 7 { // present and absent keys
+			hs = append(hs, hash(b("k"+strconv.Itoa(i))))
+		}
+		refs := h.tab.PrefetchLookups(hs, nil)
+		// Half the keys are stored; with a good hash few sit in a stash.
+		if len(refs) > len(hs) || name == "good" && len(refs) < len(hs)/4 || len(refs) == 0 {
+			t.Fatalf("%s: %d refs for %d hashes", name, len(refs), len(hs))
+		}
+		stored := map[Ref]bool{}
+		for _, r := range h.model {
+			stored[r] = true
+		}
+		for _, r := range refs {
+			if !stored[r] {
+				t.Fatalf("%s: read ref %d, not stored", name, r)
+			}
+		}
+		h.check()
+	}
+}
