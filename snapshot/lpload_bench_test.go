@@ -74,3 +74,66 @@ func BenchmarkLoadSmallColls(b *testing.B) {
 		})
 	}
 }
+
+// bigCollDump is an RDB 10 dump of n lists (QUICKLIST_2) or sorted sets
+// (ZSET_2, skiplist-encoded: over zset-max-listpack-entries) of m elements.
+func bigCollDump(b *testing.B, typ string, n, m int) []byte {
+	var buf bytes.Buffer
+	w := rdb.NewWriter(&buf, 10)
+	w.Header(nil)
+	w.SelectDB(0, uint64(n), 0)
+	key := make([]byte, 0, 32)
+	elem := make([]byte, 0, 32)
+	for i := range n {
+		key = fmt.Appendf(key[:0], "%s:%d", typ, i)
+		var err error
+		if typ == "list" {
+			err = w.List(key, 0, m, func(yield func([]byte) bool) {
+				for j := range m {
+					if j%4 == 0 {
+						elem = strconv.AppendInt(elem[:0], int64(i+j), 10)
+					} else {
+						elem = fmt.Appendf(elem[:0], "element:%d:%d", j, i%97)
+					}
+					if !yield(elem) {
+						return
+					}
+				}
+			})
+		} else {
+			err = w.ZSet(key, 0, m, func(yield func([]byte, float64) bool) {
+				for j := range m {
+					elem = fmt.Appendf(elem[:0], "member:%d:%d", j, i%97)
+					if !yield(elem, float64(j)*1.25+float64(i%10)) {
+						return
+					}
+				}
+			})
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// BenchmarkLoadBigColls loads 10,000 lists or skiplist sorted sets of 200
+// elements into a 2-shard store (the whole load), per element.
+func BenchmarkLoadBigColls(b *testing.B) {
+	const n, m = 10000, 200
+	for _, typ := range []string{"list", "zset"} {
+		data := bigCollDump(b, typ, n, m)
+		b.Run(typ, func(b *testing.B) {
+			for b.Loop() {
+				st := shard.NewStore(2, 16)
+				if _, err := Load(st, bytes.NewReader(data), "bench.rdb"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n*m), "ns/elem")
+		})
+	}
+}

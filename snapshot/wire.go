@@ -252,86 +252,131 @@ func (s *syncStream) Read(p []byte) (int, error) {
 // was read from r, Stats.Functions the primary's FUNCTION libraries.
 func LoadSync(st *shard.Store, r io.Reader, name string, lo LoadOptions) (Stats, error) {
 	start := time.Now()
-	in := bufio.NewReaderSize(r, 1<<20)
-	var off int64
-	fail := func(format string, a ...any) error {
-		return fmt.Errorf("%s: offset %d: %w: %s", name, off, block.ErrCorrupt, fmt.Sprintf(format, a...))
-	}
-	var magic [len(SyncMagic)]byte
-	if _, err := io.ReadFull(in, magic[:]); err != nil || string(magic[:]) != SyncMagic {
-		return Stats{}, fail("not a parallel sync stream (bad magic)")
-	}
-	off += int64(len(magic))
-	// readFrame returns a frame's tag and payload (into buf).
-	readFrame := func(buf []byte) (uint64, []byte, error) {
-		fstart := off
-		tag, err := binary.ReadUvarint(in)
-		if err == io.EOF {
-			return 0, nil, fmt.Errorf("%s: offset %d: truncated: the stream ended before its trailer", name, off)
-		}
-		if err != nil {
-			return 0, nil, fmt.Errorf("%s: offset %d: %w", name, off, err)
-		}
-		n, err := binary.ReadUvarint(in)
-		if err != nil {
-			return 0, nil, fmt.Errorf("%s: frame at offset %d: truncated header: %w", name, fstart, noEOF(err))
-		}
-		off += int64(uvarintLen(tag) + uvarintLen(n))
-		limit := uint64(maxSyncFrame)
-		if tag < tagData {
-			limit = maxSyncControl
-		}
-		if n > limit {
-			return 0, nil, fail("frame at offset %d: length %d over %d", fstart, n, limit)
-		}
-		var crc [4]byte
-		if tag < tagData {
-			if _, err := io.ReadFull(in, crc[:]); err != nil {
-				return 0, nil, fmt.Errorf("%s: frame at offset %d: truncated: %w", name, fstart, noEOF(err))
-			}
-			off += 4
-		}
-		if cap(buf) < int(n) {
-			buf = make([]byte, n)
-		}
-		buf = buf[:n]
-		if k, err := io.ReadFull(in, buf); err != nil {
-			off += int64(k)
-			return 0, nil, fmt.Errorf("%s: frame at offset %d: truncated after %d of %d bytes: %w", name, fstart, k, n, noEOF(err))
-		}
-		off += int64(n)
-		if tag < tagData && crc32.Checksum(buf, castagnoli) != binary.LittleEndian.Uint32(crc[:]) {
-			return 0, nil, fail("frame at offset %d: checksum mismatch", fstart)
-		}
-		return tag, buf, nil
-	}
-
-	tag, js, err := readFrame(nil)
+	sr := &syncReader{in: bufio.NewReaderSize(r, 1<<20), name: name}
+	hdr, err := sr.readHeader()
 	if err != nil {
 		return Stats{}, err
 	}
-	var hdr SyncHeader
-	if tag != tagHeader {
-		return Stats{}, fail("the stream does not start with its header")
-	}
-	if err := json.Unmarshal(js, &hdr); err != nil {
-		return Stats{}, fail("bad header: %v", err)
-	}
-	if hdr.Format != "damselfly-sync" || hdr.Version != NativeFormatVersion {
-		return Stats{}, fail("format %q version %d, this build reads damselfly-sync version %d", hdr.Format, hdr.Version, NativeFormatVersion)
-	}
-	if hdr.Shards < 1 || hdr.Shards > 4096 {
-		return Stats{}, fail("bad shard count %d", hdr.Shards)
-	}
-
 	l := newLoader(st, lo.Limits)
 	for db := range min(len(hdr.DBKeys), len(hdr.DBExpires), st.DBNum()) {
 		k := min(hdr.DBKeys[db], maxSyncReserve)
 		l.reserve(db, k, min(hdr.DBExpires[db], k))
 	}
-	streams := make([]*syncStream, hdr.Shards)
-	errs := make([]error, hdr.Shards)
-	var wg sync.WaitGroup
+	streams, errs, wg := startSyncStreams(l, hdr.Shards, name)
+	sum, derr := sr.demux(l, streams)
+	for _, s := range streams {
+		close(s.ch)
+	}
+	if derr != nil && !errors.Is(derr, errStopped) {
+		l.fail(derr)
+	}
+	wg.Wait()
+	// The first real error of a stream (a corrupt block names its stream
+	// and offset), unless the demultiplexer itself failed: then the streams
+	// only saw their input end.
+	if derr == nil || errors.Is(derr, errStopped) {
+		derr = firstStreamError(errs)
+	}
+	if derr == nil {
+		derr = sr.checkTrailer(sum, streams)
+	}
+	keys, err := l.finish(derr, name)
+	if err != nil {
+		return Stats{}, err
+	}
+	return Stats{Keys: keys, Bytes: sr.off, Duration: time.Since(start), Functions: sum.Functions, Warnings: l.warn.result()}, nil
+}
+
+// syncReader reads the frames of a parallel sync stream, counting the
+// offset its errors name.
+type syncReader struct {
+	in   *bufio.Reader
+	name string
+	off  int64
+}
+
+func (r *syncReader) fail(format string, a ...any) error {
+	return fmt.Errorf("%s: offset %d: %w: %s", r.name, r.off, block.ErrCorrupt, fmt.Sprintf(format, a...))
+}
+
+// readHeader reads the magic and the header frame and checks them.
+func (r *syncReader) readHeader() (SyncHeader, error) {
+	var magic [len(SyncMagic)]byte
+	if _, err := io.ReadFull(r.in, magic[:]); err != nil || string(magic[:]) != SyncMagic {
+		return SyncHeader{}, r.fail("not a parallel sync stream (bad magic)")
+	}
+	r.off += int64(len(magic))
+	tag, js, err := r.readFrame(nil)
+	if err != nil {
+		return SyncHeader{}, err
+	}
+	var hdr SyncHeader
+	if tag != tagHeader {
+		return SyncHeader{}, r.fail("the stream does not start with its header")
+	}
+	if err := json.Unmarshal(js, &hdr); err != nil {
+		return SyncHeader{}, r.fail("bad header: %v", err)
+	}
+	if hdr.Format != "damselfly-sync" || hdr.Version != NativeFormatVersion {
+		return SyncHeader{}, r.fail("format %q version %d, this build reads damselfly-sync version %d", hdr.Format, hdr.Version, NativeFormatVersion)
+	}
+	if hdr.Shards < 1 || hdr.Shards > 4096 {
+		return SyncHeader{}, r.fail("bad shard count %d", hdr.Shards)
+	}
+	return hdr, nil
+}
+
+// readFrame returns a frame's tag and payload (into buf), checking a
+// control frame's length and CRC-32C.
+func (r *syncReader) readFrame(buf []byte) (uint64, []byte, error) {
+	fstart := r.off
+	tag, err := binary.ReadUvarint(r.in)
+	if err == io.EOF {
+		return 0, nil, fmt.Errorf("%s: offset %d: truncated: the stream ended before its trailer", r.name, r.off)
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s: offset %d: %w", r.name, r.off, err)
+	}
+	n, err := binary.ReadUvarint(r.in)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s: frame at offset %d: truncated header: %w", r.name, fstart, noEOF(err))
+	}
+	r.off += int64(uvarintLen(tag) + uvarintLen(n))
+	limit := uint64(maxSyncFrame)
+	if tag < tagData {
+		limit = maxSyncControl
+	}
+	if n > limit {
+		return 0, nil, r.fail("frame at offset %d: length %d over %d", fstart, n, limit)
+	}
+	var crc [4]byte
+	if tag < tagData {
+		if _, err := io.ReadFull(r.in, crc[:]); err != nil {
+			return 0, nil, fmt.Errorf("%s: frame at offset %d: truncated: %w", r.name, fstart, noEOF(err))
+		}
+		r.off += 4
+	}
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if k, err := io.ReadFull(r.in, buf); err != nil {
+		r.off += int64(k)
+		return 0, nil, fmt.Errorf("%s: frame at offset %d: truncated after %d of %d bytes: %w", r.name, fstart, k, n, noEOF(err))
+	}
+	r.off += int64(n)
+	if tag < tagData && crc32.Checksum(buf, castagnoli) != binary.LittleEndian.Uint32(crc[:]) {
+		return 0, nil, r.fail("frame at offset %d: checksum mismatch", fstart)
+	}
+	return tag, buf, nil
+}
+
+// startSyncStreams starts one decoding goroutine per shard stream; each
+// records its error in errs and stops the others.
+func startSyncStreams(l *loader, shards int, name string) ([]*syncStream, []error, *sync.WaitGroup) {
+	streams := make([]*syncStream, shards)
+	errs := make([]error, shards)
+	wg := &sync.WaitGroup{}
 	for i := range streams {
 		s := &syncStream{ch: make(chan []byte, 4), free: make(chan []byte, 6), stop: l.stop}
 		streams[i] = s
@@ -344,24 +389,27 @@ func LoadSync(st *shard.Store, r io.Reader, name string, lo LoadOptions) (Stats,
 			}
 		}()
 	}
+	return streams, errs, wg
+}
+
+// demux hands each data frame to its shard stream, counting its bytes and
+// CRC-32C, up to the trailer, which it returns; nothing may follow it.
+func (r *syncReader) demux(l *loader, streams []*syncStream) (Summary, error) {
 	var sum Summary
-	var derr error
 	var buf []byte
-	for derr == nil {
-		var p []byte
-		tag, p, derr = readFrame(buf)
-		if derr != nil {
-			break
+	for {
+		tag, p, err := r.readFrame(buf)
+		if err != nil {
+			return sum, err
 		}
 		if tag == tagTrailer {
 			if err := json.Unmarshal(p, &sum); err != nil {
-				derr = fail("bad trailer: %v", err)
+				return sum, r.fail("bad trailer: %v", err)
 			}
 			break
 		}
 		if tag == tagHeader || tag-tagData >= uint64(len(streams)) {
-			derr = fail("frame with tag %d in a stream of %d shards", tag, len(streams))
-			break
+			return sum, r.fail("frame with tag %d in a stream of %d shards", tag, len(streams))
 		}
 		s := streams[tag-tagData]
 		s.n += int64(len(p))
@@ -375,55 +423,39 @@ func LoadSync(st *shard.Store, r io.Reader, name string, lo LoadOptions) (Stats,
 		select {
 		case s.ch <- b:
 		case <-l.stop:
-			derr = errStopped
+			return sum, errStopped
 		}
 		buf = p
 	}
-	if derr == nil {
-		// Nothing may follow the trailer.
-		if _, err := in.ReadByte(); err != io.EOF {
-			derr = fail("bytes after the trailer")
-		}
+	if _, err := r.in.ReadByte(); err != io.EOF {
+		return sum, r.fail("bytes after the trailer")
 	}
-	for _, s := range streams {
-		close(s.ch)
-	}
-	if derr != nil && !errors.Is(derr, errStopped) {
-		l.fail(derr)
-	}
-	wg.Wait()
-	// The first real error of a stream (a corrupt block names its stream
-	// and offset), unless the demultiplexer itself failed: then the streams
-	// only saw their input end.
-	var streamErr error
+	return sum, nil
+}
+
+// firstStreamError is the first error a shard stream met other than being
+// stopped because another failed.
+func firstStreamError(errs []error) error {
 	for _, e := range errs {
 		if e != nil && !errors.Is(e, errStopped) {
-			streamErr = e
-			break
+			return e
 		}
 	}
-	if derr == nil || errors.Is(derr, errStopped) {
-		derr = streamErr
+	return nil
+}
+
+// checkTrailer compares each shard stream's length and CRC-32C with what
+// the trailer says.
+func (r *syncReader) checkTrailer(sum Summary, streams []*syncStream) error {
+	if len(sum.Files) != len(streams) {
+		return r.fail("the trailer lists %d shard streams, the header %d", len(sum.Files), len(streams))
 	}
-	if derr == nil {
-		if len(sum.Files) != len(streams) {
-			derr = fail("the trailer lists %d shard streams, the header %d", len(sum.Files), len(streams))
-		}
-		for i, s := range streams {
-			if derr != nil {
-				break
-			}
-			if f := sum.Files[i]; s.n != f.Bytes || s.crc != f.CRC32C {
-				derr = fail("shard %d stream: %d bytes with CRC-32C %08x, the trailer says %d bytes with %08x", i, s.n, s.crc, f.Bytes, f.CRC32C)
-			}
+	for i, s := range streams {
+		if f := sum.Files[i]; s.n != f.Bytes || s.crc != f.CRC32C {
+			return r.fail("shard %d stream: %d bytes with CRC-32C %08x, the trailer says %d bytes with %08x", i, s.n, s.crc, f.Bytes, f.CRC32C)
 		}
 	}
-	err = derr
-	keys, err := l.finish(err, name)
-	if err != nil {
-		return Stats{}, err
-	}
-	return Stats{Keys: keys, Bytes: off, Duration: time.Since(start), Functions: sum.Functions, Warnings: l.warn.result()}, nil
+	return nil
 }
 
 // loadSyncStream decodes one shard stream (a block stream of an RDB

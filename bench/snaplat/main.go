@@ -36,157 +36,216 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// config is the command line.
+type config struct {
+	addr            string
+	pid, keys, size int
+	clients         int
+	before          time.Duration
+	fill, verbose   bool
+}
+
 func main() {
-	addr := flag.String("addr", "127.0.0.1:6379", "server address")
-	pid := flag.Int("pid", 0, "server PID (for Pss; 0 = not measured)")
-	keys := flag.Int("keys", 1000000, "keys")
-	size := flag.Int("size", 100, "value bytes")
-	clients := flag.Int("clients", 50, "writing connections")
-	before := flag.Duration("before", 3*time.Second, "load without a save before BGSAVE")
-	fill := flag.Bool("fill", true, "FLUSHALL and write every key first")
-	verbose := flag.Bool("v", false, "list the SETs slower than 500 ms")
+	var cfg config
+	flag.StringVar(&cfg.addr, "addr", "127.0.0.1:6379", "server address")
+	flag.IntVar(&cfg.pid, "pid", 0, "server PID (for Pss; 0 = not measured)")
+	flag.IntVar(&cfg.keys, "keys", 1000000, "keys")
+	flag.IntVar(&cfg.size, "size", 100, "value bytes")
+	flag.IntVar(&cfg.clients, "clients", 50, "writing connections")
+	flag.DurationVar(&cfg.before, "before", 3*time.Second, "load without a save before BGSAVE")
+	flag.BoolVar(&cfg.fill, "fill", true, "FLUSHALL and write every key first")
+	flag.BoolVar(&cfg.verbose, "v", false, "list the SETs slower than 500 ms")
 	flag.Parse()
 	ctx := context.Background()
-	rc := redis.NewClient(&redis.Options{Addr: *addr, PoolSize: *clients + 4, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
+	rc := redis.NewClient(&redis.Options{Addr: cfg.addr, PoolSize: cfg.clients + 4, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
 	defer rc.Close()
-	val := make([]byte, *size)
+	val := make([]byte, cfg.size)
 	for i := range val {
 		val[i] = 'a' + byte(i%26)
 	}
-	if *fill {
-		must(rc.FlushAll(ctx).Err())
-		batch := max(1, min(1000, (4<<20)/max(*size, 1)))
-		for i := 0; i < *keys; i += batch {
-			p := rc.Pipeline()
-			for j := i; j < min(*keys, i+batch); j++ {
-				p.Set(ctx, "key:"+strconv.Itoa(j), val, 0)
-			}
-			_, err := p.Exec(ctx)
-			must(err)
-		}
+	if cfg.fill {
+		fillKeys(ctx, rc, cfg.keys, val)
 		time.Sleep(2 * time.Second)
 	}
-	idle := pss(*pid)
+	var res result
+	res.idle = pss(cfg.pid)
 	must(rc.ConfigResetStat(ctx).Err())
-	cpu0 := cpuTicks(*pid)
-	var srvLat [2]string
-	var cpu [2][2]int64 // phase -> self, children ticks
+	cpu0 := cpuTicks(cfg.pid)
 
-	var phase atomic.Int32 // 0 no save, 1 save, 2 stop
-	var mu sync.Mutex
-	lat := [2][]time.Duration{}
-	type slow struct{ at, d time.Duration }
-	var slowest []slow // > 500 ms, offset from the start of the load
-	start := time.Now()
-	var peak [2]atomic.Int64
-	var wg sync.WaitGroup
-	for c := 0; c < *clients; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var mine [2][]time.Duration
-			v := slices.Clone(val)
-			for {
-				ph := phase.Load()
-				if ph == 2 {
-					break
-				}
-				v[0]++ // a fresh value every time
-				k := "key:" + strconv.Itoa(rand.IntN(*keys))
-				t := time.Now()
-				if err := rc.Set(ctx, k, v, 0).Err(); err != nil {
-					log.Fatal(err)
-				}
-				d := time.Since(t)
-				mine[ph] = append(mine[ph], d)
-				if d > 500*time.Millisecond {
-					mu.Lock()
-					slowest = append(slowest, slow{t.Sub(start), d})
-					mu.Unlock()
-				}
-			}
-			mu.Lock()
-			lat[0] = append(lat[0], mine[0]...)
-			lat[1] = append(lat[1], mine[1]...)
-			mu.Unlock()
-		}()
+	l := &setLoad{rc: rc, keys: cfg.keys, start: time.Now()}
+	l.wg.Add(cfg.clients)
+	for range cfg.clients {
+		go l.client(ctx, val)
 	}
 	stopSampling := make(chan struct{})
 	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			select {
-			case <-stopSampling:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			m := pss(*pid)
-			p := &peak[min(phase.Load(), 1)]
-			if m > p.Load() {
-				p.Store(m)
-			}
-		}
-	}()
-	time.Sleep(*before)
-	srvLat[0] = setLatency(ctx, rc)
-	cpu1 := cpuTicks(*pid)
+	go l.samplePss(cfg.pid, stopSampling, sampled)
+	time.Sleep(cfg.before)
+	res.srvLat[0] = setLatency(ctx, rc)
+	cpu1 := cpuTicks(cfg.pid)
 	must(rc.ConfigResetStat(ctx).Err())
-	t0 := time.Now()
-	phase.Store(1)
+	res.bgsaveAt = time.Since(l.start)
+	l.phase.Store(1)
 	must(rc.BgSave(ctx).Err())
+	waitSave(ctx, rc)
+	res.saveEnd = time.Since(l.start)
+	res.saveDur = res.saveEnd - res.bgsaveAt
+	l.phase.Store(2)
+	res.srvLat[1] = setLatency(ctx, rc)
+	cpu2 := cpuTicks(cfg.pid)
+	res.cpu[0] = [2]int64{cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]}
+	res.cpu[1] = [2]int64{cpu2[0] - cpu1[0], cpu2[1] - cpu1[1]}
+	res.fork = "-"
+	if s, ok := infoField(ctx, rc, "stats", "latest_fork_usec"); ok {
+		res.fork = s + " µs"
+	}
+	l.wg.Wait()
+	close(stopSampling)
+	<-sampled
+	res.status = "?"
+	if s, ok := infoField(ctx, rc, "persistence", "rdb_last_bgsave_status"); ok {
+		res.status = s
+	}
+	report(cfg, l, res)
+}
+
+// result is what main measured besides the load's own records.
+type result struct {
+	idle              int64 // Pss, KiB
+	srvLat            [2]string
+	cpu               [2][2]int64   // phase -> self, children ticks
+	bgsaveAt, saveEnd time.Duration // from the start of the load
+	saveDur           time.Duration
+	fork, status      string
+}
+
+// fillKeys writes key:0..keys-1 once, pipelined.
+func fillKeys(ctx context.Context, rc *redis.Client, keys int, val []byte) {
+	must(rc.FlushAll(ctx).Err())
+	batch := max(1, min(1000, (4<<20)/max(len(val), 1)))
+	for i := 0; i < keys; i += batch {
+		p := rc.Pipeline()
+		for j := i; j < min(keys, i+batch); j++ {
+			p.Set(ctx, "key:"+strconv.Itoa(j), val, 0)
+		}
+		_, err := p.Exec(ctx)
+		must(err)
+	}
+}
+
+// waitSave returns when INFO persistence says no BGSAVE is running.
+func waitSave(ctx context.Context, rc *redis.Client) {
 	for {
 		time.Sleep(20 * time.Millisecond)
 		info := rc.Info(ctx, "persistence").Val()
 		if strings.Contains(info, "rdb_bgsave_in_progress:0") {
+			return
+		}
+	}
+}
+
+// infoField is one field of an INFO section.
+func infoField(ctx context.Context, rc *redis.Client, section, field string) (string, bool) {
+	for _, l := range strings.Split(rc.Info(ctx, section).Val(), "\r\n") {
+		if s, ok := strings.CutPrefix(l, field+":"); ok {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// slowSet is a SET over 500 ms: when it started (from the start of the
+// load) and how long it took.
+type slowSet struct{ at, d time.Duration }
+
+// setLoad is the writing clients and what they recorded, per phase.
+type setLoad struct {
+	rc      *redis.Client
+	keys    int
+	start   time.Time
+	phase   atomic.Int32 // 0 no save, 1 save, 2 stop
+	peak    [2]atomic.Int64
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	lat     [2][]time.Duration
+	slowest []slowSet
+}
+
+// client SETs random existing keys to fresh values, one at a time, until
+// phase 2, recording each latency in the phase the SET started in.
+func (l *setLoad) client(ctx context.Context, val []byte) {
+	defer l.wg.Done()
+	var mine [2][]time.Duration
+	v := slices.Clone(val)
+	for {
+		ph := l.phase.Load()
+		if ph == 2 {
 			break
 		}
-	}
-	saveDur := time.Since(t0)
-	saveEnd := time.Since(start)
-	phase.Store(2)
-	srvLat[1] = setLatency(ctx, rc)
-	cpu2 := cpuTicks(*pid)
-	cpu[0] = [2]int64{cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]}
-	cpu[1] = [2]int64{cpu2[0] - cpu1[0], cpu2[1] - cpu1[1]}
-	fork := "-"
-	for _, l := range strings.Split(rc.Info(ctx, "stats").Val(), "\r\n") {
-		if s, ok := strings.CutPrefix(l, "latest_fork_usec:"); ok {
-			fork = s + " µs"
+		v[0]++ // a fresh value every time
+		k := "key:" + strconv.Itoa(rand.IntN(l.keys))
+		t := time.Now()
+		if err := l.rc.Set(ctx, k, v, 0).Err(); err != nil {
+			log.Fatal(err)
+		}
+		d := time.Since(t)
+		mine[ph] = append(mine[ph], d)
+		if d > 500*time.Millisecond {
+			l.mu.Lock()
+			l.slowest = append(l.slowest, slowSet{t.Sub(l.start), d})
+			l.mu.Unlock()
 		}
 	}
-	wg.Wait()
-	close(stopSampling)
-	<-sampled
-	status := "?"
-	for _, l := range strings.Split(rc.Info(ctx, "persistence").Val(), "\r\n") {
-		if s, ok := strings.CutPrefix(l, "rdb_last_bgsave_status:"); ok {
-			status = s
+	l.mu.Lock()
+	l.lat[0] = append(l.lat[0], mine[0]...)
+	l.lat[1] = append(l.lat[1], mine[1]...)
+	l.mu.Unlock()
+}
+
+// samplePss records the peak Pss of each phase every 50 ms until stop.
+func (l *setLoad) samplePss(pid int, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		m := pss(pid)
+		p := &l.peak[min(l.phase.Load(), 1)]
+		if m > p.Load() {
+			p.Store(m)
 		}
 	}
-	slices.SortFunc(slowest, func(a, b slow) int { return int(b.d - a.d) })
-	if len(slowest) > 0 && *verbose {
-		fmt.Printf("  BGSAVE at %v, done at %v; SETs over 500 ms (start, latency): ", t0.Sub(start).Round(time.Millisecond), saveEnd.Round(time.Millisecond))
-		for i, s := range slowest {
+}
+
+// report prints the figures of both phases.
+func report(cfg config, l *setLoad, res result) {
+	slices.SortFunc(l.slowest, func(a, b slowSet) int { return int(b.d - a.d) })
+	if len(l.slowest) > 0 && cfg.verbose {
+		fmt.Printf("  BGSAVE at %v, done at %v; SETs over 500 ms (start, latency): ", res.bgsaveAt.Round(time.Millisecond), res.saveEnd.Round(time.Millisecond))
+		for i, s := range l.slowest {
 			if i < 20 {
 				fmt.Printf("%v/%v ", s.at.Round(time.Millisecond), s.d.Round(time.Millisecond))
 			}
 		}
 		fmt.Println()
 	}
-	fmt.Printf("keys %d x %d B, %d clients | idle Pss %.1f MiB | save %.2f s (%s) | latest_fork_usec %s | load average %s\n", *keys, *size, *clients, mib(idle), saveDur.Seconds(), status, fork, loadavg())
+	fmt.Printf("keys %d x %d B, %d clients | idle Pss %.1f MiB | save %.2f s (%s) | latest_fork_usec %s | load average %s\n",
+		cfg.keys, cfg.size, cfg.clients, mib(res.idle), res.saveDur.Seconds(), res.status, res.fork, loadavg())
 	for i, name := range []string{"no save", "during save"} {
-		l := lat[i]
-		slices.Sort(l)
-		d := *before
+		lat := l.lat[i]
+		slices.Sort(lat)
+		d := cfg.before
 		if i == 1 {
-			d = saveDur
+			d = res.saveDur
 		}
+		peak := l.peak[i].Load()
 		fmt.Printf("  %-11s SETs %7d  %8.0f ops/s  p50 %8s  p99 %8s  p99.9 %8s  max %8s  peak Pss %.1f MiB (+%.1f MiB over idle)\n",
-			name, len(l), float64(len(l))/d.Seconds(), q(l, 0.5), q(l, 0.99), q(l, 0.999), q(l, 1), mib(peak[i].Load()), mib(peak[i].Load()-idle))
-		if len(l) > 0 {
+			name, len(lat), float64(len(lat))/d.Seconds(), q(lat, 0.5), q(lat, 0.99), q(lat, 0.999), q(lat, 1), mib(peak), mib(peak-res.idle))
+		if len(lat) > 0 {
 			fmt.Printf("  %-11s server SET latency (usec) %s | server CPU %.1f µs/SET (+ children %.1f µs/SET)\n", "",
-				srvLat[i], float64(cpu[i][0])*1e6/ticksPerSec/float64(len(l)), float64(cpu[i][1])*1e6/ticksPerSec/float64(len(l)))
+				res.srvLat[i], float64(res.cpu[i][0])*1e6/ticksPerSec/float64(len(lat)), float64(res.cpu[i][1])*1e6/ticksPerSec/float64(len(lat)))
 		}
 	}
 }

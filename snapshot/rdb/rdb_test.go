@@ -578,6 +578,10 @@ func FuzzLoad(f *testing.F) {
 	w.Close()
 	f.Add(buf.Bytes())
 	f.Add([]byte("REDIS0010\xff\x00\x00\x00\x00\x00\x00\x00\x00"))
+	// Records the skimmer decodes itself (collload.go): a plain list and a
+	// ZSET_2 with integer and LZF strings.
+	f.Add(rawDump(typeList, rawSpecial(rawStr([]byte{3}, "a"), 5, "literal")))
+	f.Add(rawDump(typeZSet2, binary.LittleEndian.AppendUint64(rawSpecial([]byte{1}, 9, "x")[:3], 0x3ff8000000000000)))
 	f.Add([]byte("REDIS0009\x00\x01k\xc3\x05\x40\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		start := time.Now()

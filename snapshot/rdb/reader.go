@@ -913,7 +913,11 @@ func (s *skimmer) value(typ byte) error {
 		return err
 	case typeSetListpack, typeHashListpack, typeZSetListpack, typeHashLpExPreGA, typeHashLpEx, typeListQuicklist2:
 		return s.lpValue(typ) // lpload.go: decoded and handed out here
-	case typeList, typeSet, typeListQuicklist:
+	case typeList:
+		return s.plainList() // collload.go: decoded and handed out here
+	case typeZSet2:
+		return s.zset2() // collload.go
+	case typeSet, typeListQuicklist:
 		n, err := s.count("element count")
 		if err != nil {
 			return err
@@ -925,8 +929,8 @@ func (s *skimmer) value(typ byte) error {
 			return err
 		}
 		return s.strings(2*n, "field or value")
-	case typeZSet, typeZSet2:
-		return s.zsetValue(typ)
+	case typeZSet:
+		return s.zsetValue()
 	case typeSetIntset:
 		return s.intsetValue()
 	case typeHashMetaPreGA, typeHashMeta:
@@ -942,9 +946,9 @@ func (s *skimmer) value(typ byte) error {
 	return s.errorf(s.keyOff, "key %q: unknown value type %d", s.key, typ)
 }
 
-// zsetValue reads a sorted set: members with binary (ZSET_2) or string
-// scores (the old ZSET, whose 253-255 lengths are NaN and infinities).
-func (s *skimmer) zsetValue(typ byte) error {
+// zsetValue frames an old sorted set (RDB_TYPE_ZSET: string scores, whose
+// 253-255 lengths are NaN and infinities) for the decoder.
+func (s *skimmer) zsetValue() error {
 	n, err := s.count("member count")
 	if err != nil {
 		return err
@@ -952,12 +956,6 @@ func (s *skimmer) zsetValue(typ byte) error {
 	for range n {
 		if _, err := s.str("member", false); err != nil {
 			return err
-		}
-		if typ == typeZSet2 {
-			if _, err := s.read(8, "score"); err != nil {
-				return err
-			}
-			continue
 		}
 		l, err := s.byte1("score")
 		if err != nil {
