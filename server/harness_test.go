@@ -269,3 +269,13 @@ func renderPayload(b []byte) string {
 	}
 	return string(b)
 }
+
+// freePort returns a port nobody listens on now.
+func freePort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}

@@ -37,16 +37,6 @@ func loadingDump(t *testing.T, n int) []byte {
 	return data
 }
 
-// freePort returns a port nobody listens on now.
-func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // startLoading starts a server whose dump is a FIFO: StartAndLoad listens
 // and then reads the dump as the test writes it into w.
 func startLoading(t *testing.T, save string) (addr string, w *os.File, dir string, done chan error) {
