@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // A network partition of a Redis Cluster made of Damselfly processes, each
