@@ -71,8 +71,64 @@ func cmdXGroup(c *Client, args [][]byte) {
 		c.helpReply(xgroupHelp)
 		return
 	}
-	mkstream := false
-	entriesRead := int64(types.SCGInvalidEntriesRead)
+	mkstream, entriesRead, ok := parseXGroupOptions(c, sub, args)
+	if !ok {
+		return
+	}
+	x := xgroupTarget{key: args[2], gname: args[3], entriesRead: entriesRead}
+	x.sh, x.h = c.lockKey(x.key)
+	defer c.unlockKey(x.sh)
+	var bad bool
+	if x.e, x.s, bad = c.streamAt(x.sh, x.h, x.key); bad {
+		return
+	}
+	if !mkstream {
+		if x.s == nil {
+			c.err("ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.")
+			return
+		}
+		x.g = x.s.Group(x.gname)
+		if x.g == nil && (sub == "setid" || sub == "createconsumer" || sub == "delconsumer") {
+			c.err("NOGROUP No such consumer group '" + string(x.gname) + "' for key name '" + string(x.key) + "'")
+			return
+		}
+	}
+	// Redis 7.0 invalidates WATCH only when CREATE ... MKSTREAM creates
+	// the key (Put does that); group changes are ModifyUnwatched.
+	if h := xgroupSubcommands[sub]; h != nil {
+		h(c, args, &x)
+	} else {
+		c.subcommandSyntaxError(args)
+	}
+}
+
+// xgroupSubcommands are the XGROUP subcommands that change a group,
+// called with the stream's shard locked.
+var xgroupSubcommands = map[string]func(c *Client, args [][]byte, x *xgroupTarget){
+	"create":         xgroupCreate,
+	"setid":          xgroupSetID,
+	"destroy":        xgroupDestroy,
+	"createconsumer": xgroupCreateConsumer,
+	"delconsumer":    xgroupDelConsumer,
+}
+
+// xgroupTarget is what an XGROUP subcommand works on: the locked shard,
+// the stream's entry (s nil when the key is missing) and the group (g nil
+// when it does not exist).
+type xgroupTarget struct {
+	sh          *shard.Shard
+	h           uint64
+	e           shard.Entry
+	s           *types.Stream
+	g           *types.StreamGroup
+	key, gname  []byte
+	entriesRead int64
+}
+
+// parseXGroupOptions parses CREATE's MKSTREAM and CREATE's or SETID's
+// ENTRIESREAD, which follow the id (args[5:]).
+func parseXGroupOptions(c *Client, sub string, args [][]byte) (mkstream bool, entriesRead int64, ok bool) {
+	entriesRead = types.SCGInvalidEntriesRead
 	for i := 5; i < len(args); {
 		switch {
 		case sub == "create" && eq(args[i], "mkstream"):
@@ -82,109 +138,115 @@ func cmdXGroup(c *Client, args [][]byte) {
 			n, ok := parseInt(args[i+1])
 			if !ok {
 				c.errNotInteger()
-				return
+				return false, 0, false
 			}
 			if n < 0 && n != types.SCGInvalidEntriesRead {
 				c.err("ERR value for ENTRIESREAD must be positive or -1")
-				return
+				return false, 0, false
 			}
 			entriesRead = n
 			i += 2
 		default:
 			c.subcommandSyntaxError(args)
-			return
+			return false, 0, false
 		}
 	}
-	key, gname := args[2], args[3]
-	sh, h := c.lockKey(key)
-	defer c.unlockKey(sh)
-	e, s, bad := c.streamAt(sh, h, key)
-	if bad {
+	return mkstream, entriesRead, true
+}
+
+// xgroupCreate is XGROUP CREATE key group id|$ [MKSTREAM] [ENTRIESREAD n].
+func xgroupCreate(c *Client, args [][]byte, x *xgroupTarget) {
+	if len(args) > 8 {
+		c.subcommandSyntaxError(args)
 		return
 	}
-	var g *types.StreamGroup
-	if !mkstream {
-		if s == nil {
-			c.err("ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.")
-			return
+	var id types.StreamID
+	if len(args[4]) == 1 && args[4][0] == '$' {
+		if x.s != nil {
+			id = x.s.LastID()
 		}
-		g = s.Group(gname)
-		if g == nil && (sub == "setid" || sub == "createconsumer" || sub == "delconsumer") {
-			c.err("NOGROUP No such consumer group '" + string(gname) + "' for key name '" + string(key) + "'")
+	} else {
+		var ok bool
+		if id, ok = c.streamIDArg(args[4], true); !ok {
 			return
 		}
 	}
-	// Redis 7.0 invalidates WATCH only when CREATE ... MKSTREAM creates
-	// the key (Put does that); group changes are ModifyUnwatched.
-	switch {
-	case sub == "create" && len(args) <= 8:
-		var id types.StreamID
-		if len(args[4]) == 1 && args[4][0] == '$' {
-			if s != nil {
-				id = s.LastID()
-			}
-		} else if id, ok = c.streamIDArg(args[4], true); !ok {
-			return
-		}
-		if s != nil && s.Group(gname) != nil {
-			c.err("BUSYGROUP Consumer Group name already exists")
-			return
-		}
-		var w types.W
-		if s == nil {
-			s, w = types.NewStream()
-			e = sh.DB(c.db).Put(h, key, shard.Value{Type: shard.TypeStream, Obj: s})
-		} else {
-			w = sh.DB(c.db).ModifyUnwatched(&e)
-		}
-		s.CreateGroup(w, gname, id, entriesRead)
-		c.notify(kseStream, "xgroup-create", key)
-		c.ok()
-	case sub == "setid" && (len(args) == 5 || len(args) == 7):
-		var id types.StreamID
-		if len(args[4]) == 1 && args[4][0] == '$' {
-			id = s.LastID()
-		} else if id, _, ok = parseStreamID(args[4], 0, false, false); !ok {
+	if x.s != nil && x.s.Group(x.gname) != nil {
+		c.err("BUSYGROUP Consumer Group name already exists")
+		return
+	}
+	var w types.W
+	if x.s == nil {
+		x.s, w = types.NewStream()
+		x.e = x.sh.DB(c.db).Put(x.h, x.key, shard.Value{Type: shard.TypeStream, Obj: x.s})
+	} else {
+		w = x.sh.DB(c.db).ModifyUnwatched(&x.e)
+	}
+	x.s.CreateGroup(w, x.gname, id, x.entriesRead)
+	c.notify(kseStream, "xgroup-create", x.key)
+	c.ok()
+}
+
+// xgroupSetID is XGROUP SETID key group id|$ [ENTRIESREAD n].
+func xgroupSetID(c *Client, args [][]byte, x *xgroupTarget) {
+	if len(args) != 5 && len(args) != 7 {
+		c.subcommandSyntaxError(args)
+		return
+	}
+	var id types.StreamID
+	if len(args[4]) == 1 && args[4][0] == '$' {
+		id = x.s.LastID()
+	} else {
+		var ok bool
+		if id, _, ok = parseStreamID(args[4], 0, false, false); !ok {
 			c.err(errInvalidStreamID)
 			return
 		}
-		w := sh.DB(c.db).ModifyUnwatched(&e)
-		g.SetLastID(w, id)
-		g.SetEntriesRead(w, entriesRead)
-		c.notify(kseStream, "xgroup-setid", key)
-		c.ok()
-	case sub == "destroy":
-		if g == nil {
-			c.int(0)
-			return
-		}
-		w := sh.DB(c.db).ModifyUnwatched(&e)
-		s.DeleteGroup(w, gname)
-		c.notify(kseStream, "xgroup-destroy", key)
-		c.int(1)
-		c.srv.signalStream(c.db, key) // blocked XREADGROUPs get NOGROUP
-	case sub == "createconsumer":
-		if g.Consumer(args[4]) != nil {
-			c.int(0)
-			return
-		}
-		w := sh.DB(c.db).ModifyUnwatched(&e)
-		t := now()
-		g.CreateConsumer(w, args[4], t, t)
-		c.notify(kseStream, "xgroup-createconsumer", key)
-		c.int(1)
-	case sub == "delconsumer":
-		if g.Consumer(args[4]) == nil {
-			c.int(0)
-			return
-		}
-		w := sh.DB(c.db).ModifyUnwatched(&e)
-		n, _ := g.DeleteConsumer(w, args[4])
-		c.notify(kseStream, "xgroup-delconsumer", key)
-		c.int(int64(n))
-	default:
-		c.subcommandSyntaxError(args)
 	}
+	w := x.sh.DB(c.db).ModifyUnwatched(&x.e)
+	x.g.SetLastID(w, id)
+	x.g.SetEntriesRead(w, x.entriesRead)
+	c.notify(kseStream, "xgroup-setid", x.key)
+	c.ok()
+}
+
+// xgroupDestroy is XGROUP DESTROY key group.
+func xgroupDestroy(c *Client, _ [][]byte, x *xgroupTarget) {
+	if x.g == nil {
+		c.int(0)
+		return
+	}
+	w := x.sh.DB(c.db).ModifyUnwatched(&x.e)
+	x.s.DeleteGroup(w, x.gname)
+	c.notify(kseStream, "xgroup-destroy", x.key)
+	c.int(1)
+	c.srv.signalStream(c.db, x.key) // blocked XREADGROUPs get NOGROUP
+}
+
+// xgroupCreateConsumer is XGROUP CREATECONSUMER key group consumer.
+func xgroupCreateConsumer(c *Client, args [][]byte, x *xgroupTarget) {
+	if x.g.Consumer(args[4]) != nil {
+		c.int(0)
+		return
+	}
+	w := x.sh.DB(c.db).ModifyUnwatched(&x.e)
+	t := now()
+	x.g.CreateConsumer(w, args[4], t, t)
+	c.notify(kseStream, "xgroup-createconsumer", x.key)
+	c.int(1)
+}
+
+// xgroupDelConsumer is XGROUP DELCONSUMER key group consumer: the number
+// of entries the consumer still had pending.
+func xgroupDelConsumer(c *Client, args [][]byte, x *xgroupTarget) {
+	if x.g.Consumer(args[4]) == nil {
+		c.int(0)
+		return
+	}
+	w := x.sh.DB(c.db).ModifyUnwatched(&x.e)
+	n, _ := x.g.DeleteConsumer(w, args[4])
+	c.notify(kseStream, "xgroup-delconsumer", x.key)
+	c.int(int64(n))
 }
 
 // --- XACK / XPENDING ----------------------------------------------------------
