@@ -663,35 +663,9 @@ func (r *xclaimRun) claimer() *types.StreamConsumer {
 
 func cmdXAutoClaim(c *Client, args [][]byte) {
 	key, gname := args[1], args[2]
-	minIdle, ok := parseInt(args[4])
-	if !ok {
-		c.err("ERR Invalid min-idle-time argument for XAUTOCLAIM")
-		return
-	}
-	minIdle = max(minIdle, 0)
-	start, ok := c.intervalID(args[5], 0, true)
+	o, ok := parseXAutoClaim(c, args)
 	if !ok {
 		return
-	}
-	count := int64(100)
-	justID := false
-	for j := 6; j < len(args); j++ {
-		more := len(args) - 1 - j
-		switch {
-		case eq(args[j], "count") && more > 0:
-			n, ok := parseInt(args[j+1])
-			if !ok || n < 1 || n > math.MaxInt64/16 {
-				c.err("ERR COUNT must be > 0")
-				return
-			}
-			count = n
-			j++
-		case eq(args[j], "justid"):
-			justID = true
-		default:
-			c.errSyntax()
-			return
-		}
 	}
 	sh, h := c.lockKey(key)
 	defer c.unlockKey(sh)
@@ -699,35 +673,9 @@ func cmdXAutoClaim(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	// Collect the candidates first: claiming changes the PEL.
-	attempts := count * 10
-	type cand struct {
-		id      types.StreamID
-		exists  bool
-		claimed bool
-	}
-	var cands []cand
-	var next types.StreamID
 	t := now()
-	left := count
-	g.PendingAscend(start, func(p *types.PendingEntry, _ *types.StreamConsumer) bool {
-		if attempts == 0 || left == 0 {
-			next = p.ID()
-			return false
-		}
-		attempts--
-		if !s.Exists(p.ID()) {
-			cands = append(cands, cand{id: p.ID()})
-			left--
-			return true
-		}
-		if minIdle > 0 && t-p.DeliveryTime() < minIdle {
-			return true
-		}
-		cands = append(cands, cand{id: p.ID(), exists: true})
-		left--
-		return true
-	})
+	// Collect the candidates first: claiming changes the PEL.
+	cands, next := o.candidates(s, g, t)
 	var props [][][]byte
 	var w types.W
 	if len(cands) > 0 {
@@ -755,9 +703,9 @@ func cmdXAutoClaim(c *Client, args [][]byte) {
 				g.SetSeen(w, sc, t)
 			}
 		}
-		g.Deliver(w, sc, cd.id, t, !justID)
+		g.Deliver(w, sc, cd.id, t, !o.justID)
 		p = g.Pending(cd.id)
-		if justID {
+		if o.justID {
 			c.streamID(cd.id)
 		} else {
 			s.Range(cd.id, cd.id, false, func(id types.StreamID, fv [][]byte) bool { c.streamEntry(id, fv); return false })
@@ -771,6 +719,80 @@ func cmdXAutoClaim(c *Client, args [][]byte) {
 		c.streamID(id)
 	}
 	c.rewriteMany(props)
+}
+
+// xautoclaimOptions is a parsed XAUTOCLAIM key group consumer min-idle
+// start [COUNT n] [JUSTID].
+type xautoclaimOptions struct {
+	minIdle int64
+	start   types.StreamID
+	count   int64
+	justID  bool
+}
+
+func parseXAutoClaim(c *Client, args [][]byte) (o xautoclaimOptions, ok bool) {
+	if o.minIdle, ok = parseInt(args[4]); !ok {
+		c.err("ERR Invalid min-idle-time argument for XAUTOCLAIM")
+		return o, false
+	}
+	o.minIdle = max(o.minIdle, 0)
+	if o.start, ok = c.intervalID(args[5], 0, true); !ok {
+		return o, false
+	}
+	o.count = 100
+	for j := 6; j < len(args); j++ {
+		more := len(args) - 1 - j
+		switch {
+		case eq(args[j], "count") && more > 0:
+			n, ok := parseInt(args[j+1])
+			if !ok || n < 1 || n > math.MaxInt64/16 {
+				c.err("ERR COUNT must be > 0")
+				return o, false
+			}
+			o.count = n
+			j++
+		case eq(args[j], "justid"):
+			o.justID = true
+		default:
+			c.errSyntax()
+			return o, false
+		}
+	}
+	return o, true
+}
+
+// xautoclaimCandidate is a pending entry XAUTOCLAIM takes; exists is false
+// when its stream entry was deleted (it is acknowledged instead).
+type xautoclaimCandidate struct {
+	id     types.StreamID
+	exists bool
+}
+
+// candidates scans the group's PEL from start, looking at most 10*count
+// entries, for up to count entries idle for minIdle or deleted; next is
+// where the next call should start (0-0 when the scan reached the end).
+func (o *xautoclaimOptions) candidates(s *types.Stream, g *types.StreamGroup, t int64) (cands []xautoclaimCandidate, next types.StreamID) {
+	attempts := o.count * 10
+	left := o.count
+	g.PendingAscend(o.start, func(p *types.PendingEntry, _ *types.StreamConsumer) bool {
+		if attempts == 0 || left == 0 {
+			next = p.ID()
+			return false
+		}
+		attempts--
+		if !s.Exists(p.ID()) {
+			cands = append(cands, xautoclaimCandidate{id: p.ID()})
+			left--
+			return true
+		}
+		if o.minIdle > 0 && t-p.DeliveryTime() < o.minIdle {
+			return true
+		}
+		cands = append(cands, xautoclaimCandidate{id: p.ID(), exists: true})
+		left--
+		return true
+	})
+	return cands, next
 }
 
 // rewriteMany replaces the running command's replicated form by cmds (none:
