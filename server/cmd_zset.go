@@ -95,31 +95,9 @@ done:
 // pairs are the score-member arguments.
 func zaddGeneric(c *Client, key []byte, pairs [][]byte, flags types.ZAddFlags, ch bool) {
 	incr := flags&types.ZAddIncr != 0
-	if len(pairs) == 0 || len(pairs)%2 != 0 {
-		c.errSyntax()
+	scores, ok := parseZAddScores(c, pairs, flags)
+	if !ok {
 		return
-	}
-	nx, xx, gt, lt := flags&types.ZAddNX != 0, flags&types.ZAddXX != 0, flags&types.ZAddGT != 0, flags&types.ZAddLT != 0
-	if nx && xx {
-		c.err("ERR " + types.ErrIncompatibleFlags.Error())
-		return
-	}
-	if (gt && nx) || (lt && nx) || (gt && lt) {
-		c.err("ERR " + types.ErrGTLTNX.Error())
-		return
-	}
-	if incr && len(pairs) > 2 {
-		c.err("ERR INCR option supports a single increment-element pair")
-		return
-	}
-	scores := make([]float64, len(pairs)/2)
-	for j := range scores {
-		f, ok := parseScore(pairs[2*j])
-		if !ok {
-			c.errNotFloat()
-			return
-		}
-		scores[j] = f
 	}
 	sh, h := c.lockKey(key)
 	defer c.unlockKey(sh)
@@ -127,13 +105,12 @@ func zaddGeneric(c *Client, key []byte, pairs [][]byte, flags types.ZAddFlags, c
 	if bad {
 		return
 	}
-	lim := c.lim()
 	var z *types.ZSet
 	var w types.W
 	if found {
 		z = e.Obj().(*types.ZSet)
 	} else {
-		if xx {
+		if flags&types.ZAddXX != 0 {
 			if incr {
 				c.null()
 			} else {
@@ -144,50 +121,17 @@ func zaddGeneric(c *Client, key []byte, pairs [][]byte, flags types.ZAddFlags, c
 		// Redis 7.0 sizes a new sorted set from its first member only
 		// and converts as it grows, so -0 scores pass through the
 		// listpack (and read back 0) even in a ZADD of 200 members.
-		z, w = types.NewZSetSized(1, len(pairs[1]), lim)
+		z, w = types.NewZSetSized(1, len(pairs[1]), c.lim())
 	}
-	added, updated, processed := 0, 0, 0
-	var score float64
-	modified := !found
-	for j, sc := range scores {
-		m := pairs[2*j+1]
-		cur, existed := z.Score(m)
-		if !modified && zaddChanges(existed, cur, sc, nx, xx, gt, lt, incr) {
-			// Modify before the first change (a snapshot keeps the old set).
-			w = sh.DB(c.db).Modify(&e)
-			modified = true
-		}
-		var newScore float64
-		var res types.ZAddResult
-		var err error
-		if modified {
-			newScore, res, err = z.Add(w, m, sc, flags, lim)
-		} else { // nothing changes: answer without the right to change
-			newScore, res, err = z.Plan(m, sc, flags)
-		}
-		if err != nil {
-			if !found && z.Len() > 0 {
-				c.putColl(sh, h, key, shard.TypeZSet, z)
-			}
-			c.err("ERR " + err.Error())
-			return
-		}
-		switch {
-		case res == types.ZAdded:
-			added++
-		case res == types.ZUpdated:
-			updated++
-		}
-		// Redis counts as processed everything but NX/XX/GT/LT refusals.
-		if res != types.ZNop || (existed && !nx && !gt && !lt) {
-			processed++
-			score = newScore
-		}
-	}
+	t, err := c.zaddMembers(sh, &e, z, w, !found, pairs, scores, flags)
 	if !found && z.Len() > 0 {
 		c.putColl(sh, h, key, shard.TypeZSet, z)
 	}
-	if added+updated > 0 {
+	if err != nil {
+		c.err("ERR " + err.Error())
+		return
+	}
+	if t.added+t.updated > 0 {
 		ev := "zadd"
 		if incr {
 			ev = "zincr"
@@ -195,18 +139,97 @@ func zaddGeneric(c *Client, key []byte, pairs [][]byte, flags types.ZAddFlags, c
 		c.notify(kseZSet, ev, key)
 	}
 	if incr {
-		if processed > 0 {
-			c.double(score)
+		if t.processed > 0 {
+			c.double(t.score)
 		} else {
 			c.null()
 		}
 		return
 	}
 	if ch {
-		c.int(int64(added + updated))
+		c.int(int64(t.added + t.updated))
 	} else {
-		c.int(int64(added))
+		c.int(int64(t.added))
 	}
+}
+
+// parseZAddScores checks ZADD's flags and pairs and parses the scores.
+func parseZAddScores(c *Client, pairs [][]byte, flags types.ZAddFlags) ([]float64, bool) {
+	if len(pairs) == 0 || len(pairs)%2 != 0 {
+		c.errSyntax()
+		return nil, false
+	}
+	nx, xx, gt, lt := flags&types.ZAddNX != 0, flags&types.ZAddXX != 0, flags&types.ZAddGT != 0, flags&types.ZAddLT != 0
+	if nx && xx {
+		c.err("ERR " + types.ErrIncompatibleFlags.Error())
+		return nil, false
+	}
+	if (gt && nx) || (lt && nx) || (gt && lt) {
+		c.err("ERR " + types.ErrGTLTNX.Error())
+		return nil, false
+	}
+	if flags&types.ZAddIncr != 0 && len(pairs) > 2 {
+		c.err("ERR INCR option supports a single increment-element pair")
+		return nil, false
+	}
+	scores := make([]float64, len(pairs)/2)
+	for j := range scores {
+		f, ok := parseScore(pairs[2*j])
+		if !ok {
+			c.errNotFloat()
+			return nil, false
+		}
+		scores[j] = f
+	}
+	return scores, true
+}
+
+// zaddTally counts what a ZADD did; score is the last processed member's
+// new score (ZADD INCR's reply).
+type zaddTally struct {
+	added, updated, processed int
+	score                     float64
+}
+
+// zaddMembers adds the members of pairs with their scores to z, the value
+// of e in the locked shard sh. modified: w already allows changes (a new
+// set); otherwise Modify is called before the first change.
+func (c *Client) zaddMembers(sh *shard.Shard, e *shard.Entry, z *types.ZSet, w types.W, modified bool,
+	pairs [][]byte, scores []float64, flags types.ZAddFlags) (t zaddTally, err error) {
+	nx, xx, gt, lt := flags&types.ZAddNX != 0, flags&types.ZAddXX != 0, flags&types.ZAddGT != 0, flags&types.ZAddLT != 0
+	incr := flags&types.ZAddIncr != 0
+	lim := c.lim()
+	for j, sc := range scores {
+		m := pairs[2*j+1]
+		cur, existed := z.Score(m)
+		if !modified && zaddChanges(existed, cur, sc, nx, xx, gt, lt, incr) {
+			// Modify before the first change (a snapshot keeps the old set).
+			w = sh.DB(c.db).Modify(e)
+			modified = true
+		}
+		var newScore float64
+		var res types.ZAddResult
+		if modified {
+			newScore, res, err = z.Add(w, m, sc, flags, lim)
+		} else { // nothing changes: answer without the right to change
+			newScore, res, err = z.Plan(m, sc, flags)
+		}
+		if err != nil {
+			return t, err
+		}
+		switch {
+		case res == types.ZAdded:
+			t.added++
+		case res == types.ZUpdated:
+			t.updated++
+		}
+		// Redis counts as processed everything but NX/XX/GT/LT refusals.
+		if res != types.ZNop || (existed && !nx && !gt && !lt) {
+			t.processed++
+			t.score = newScore
+		}
+	}
+	return t, nil
 }
 
 // zaddChanges predicts whether ZADD changes member whose current score is
