@@ -417,93 +417,13 @@ func (r *zrange) collect(z *types.ZSet) []types.ZMember {
 // legacy ZREVRANGE/ZRANGEBYSCORE/ZRANGEBYLEX forms (fixed kind/direction).
 // keyIdx is the index of the source key.
 func zrangeGeneric(c *Client, args [][]byte, keyIdx int, dst []byte, kind int, reverse, fixedDir bool) {
-	r := zrange{kind: kind, reverse: reverse, limit: -1}
-	withScores := false
-	dirSet := fixedDir
-	for j := keyIdx + 3; j < len(args); j++ {
-		left := len(args) - j - 1
-		a := args[j]
-		switch {
-		case dst == nil && eq(a, "withscores"):
-			withScores = true
-		case eq(a, "limit") && left >= 2:
-			off, ok1 := parseInt(args[j+1])
-			lim, ok2 := parseInt(args[j+2])
-			if !ok1 || !ok2 {
-				c.errNotInteger()
-				return
-			}
-			r.offset, r.limit = off, lim
-			j += 2
-		case !dirSet && eq(a, "rev"):
-			r.reverse, dirSet = true, true
-		case r.kind == zrAuto && eq(a, "bylex"):
-			r.kind = zrLex
-		case r.kind == zrAuto && eq(a, "byscore"):
-			r.kind = zrScore
-		default:
-			c.errSyntax()
-			return
-		}
-	}
-	if r.kind == zrAuto {
-		r.kind = zrRank
-	}
-	if r.limit != -1 && r.kind == zrRank {
-		c.err("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
+	r, withScores, ok := parseZRangeOptions(c, args, keyIdx, dst != nil, kind, reverse, fixedDir)
+	if !ok || !r.parseBounds(c, args[keyIdx+1], args[keyIdx+2]) {
 		return
-	}
-	if withScores && r.kind == zrLex {
-		c.err("ERR syntax error, WITHSCORES not supported in combination with BYLEX")
-		return
-	}
-	minArg, maxArg := args[keyIdx+1], args[keyIdx+2]
-	if r.reverse && r.kind != zrRank {
-		minArg, maxArg = maxArg, minArg
-	}
-	var err1, err2 error
-	switch r.kind {
-	case zrRank:
-		var ok1, ok2 bool
-		r.start, ok1 = parseInt(minArg)
-		r.end, ok2 = parseInt(maxArg)
-		if !ok1 || !ok2 {
-			c.errNotInteger()
-			return
-		}
-	case zrScore:
-		r.smin, err1 = types.ParseScoreBound(minArg)
-		r.smax, err2 = types.ParseScoreBound(maxArg)
-		if err1 != nil || err2 != nil {
-			c.err("ERR min or max is not a float")
-			return
-		}
-	case zrLex:
-		r.lmin, err1 = types.ParseLexBound(minArg)
-		r.lmax, err2 = types.ParseLexBound(maxArg)
-		if err1 != nil || err2 != nil {
-			c.err("ERR min or max not valid string range item")
-			return
-		}
 	}
 	key := args[keyIdx]
 	if dst != nil {
-		set := c.lockKeys([][]byte{key, dst})
-		defer c.unlock(set)
-		e, found, wrong := c.peekType(key, shard.TypeZSet)
-		if wrong {
-			c.errWrongType()
-			return
-		}
-		if !found {
-			c.keyMiss(key)
-		}
-		var res []types.ZMember
-		if found {
-			res = r.collect(e.Obj().(*types.ZSet))
-		}
-		c.storeZMembers(dst, res, "zrangestore")
-		c.int(int64(len(res)))
+		zrangeStore(c, key, dst, &r)
 		return
 	}
 	sh, z, bad := c.readZSet(key)
@@ -516,6 +436,105 @@ func zrangeGeneric(c *Client, args [][]byte, keyIdx int, dst []byte, kind int, r
 		return
 	}
 	c.replyZMembers(r.collect(z), withScores)
+}
+
+// parseZRangeOptions parses the options after min and max (store: the
+// ZRANGESTORE form, without WITHSCORES) and checks their combination.
+func parseZRangeOptions(c *Client, args [][]byte, keyIdx int, store bool, kind int, reverse, fixedDir bool) (r zrange, withScores, ok bool) {
+	r = zrange{kind: kind, reverse: reverse, limit: -1}
+	dirSet := fixedDir
+	for j := keyIdx + 3; j < len(args); j++ {
+		left := len(args) - j - 1
+		a := args[j]
+		switch {
+		case !store && eq(a, "withscores"):
+			withScores = true
+		case eq(a, "limit") && left >= 2:
+			off, ok1 := parseInt(args[j+1])
+			lim, ok2 := parseInt(args[j+2])
+			if !ok1 || !ok2 {
+				c.errNotInteger()
+				return r, false, false
+			}
+			r.offset, r.limit = off, lim
+			j += 2
+		case !dirSet && eq(a, "rev"):
+			r.reverse, dirSet = true, true
+		case r.kind == zrAuto && eq(a, "bylex"):
+			r.kind = zrLex
+		case r.kind == zrAuto && eq(a, "byscore"):
+			r.kind = zrScore
+		default:
+			c.errSyntax()
+			return r, false, false
+		}
+	}
+	if r.kind == zrAuto {
+		r.kind = zrRank
+	}
+	if r.limit != -1 && r.kind == zrRank {
+		c.err("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
+		return r, false, false
+	}
+	if withScores && r.kind == zrLex {
+		c.err("ERR syntax error, WITHSCORES not supported in combination with BYLEX")
+		return r, false, false
+	}
+	return r, withScores, true
+}
+
+// parseBounds parses the range's min and max as ranks, scores or lex
+// bounds (swapped for a reversed score or lex range).
+func (r *zrange) parseBounds(c *Client, minArg, maxArg []byte) bool {
+	if r.reverse && r.kind != zrRank {
+		minArg, maxArg = maxArg, minArg
+	}
+	var err1, err2 error
+	switch r.kind {
+	case zrRank:
+		var ok1, ok2 bool
+		r.start, ok1 = parseInt(minArg)
+		r.end, ok2 = parseInt(maxArg)
+		if !ok1 || !ok2 {
+			c.errNotInteger()
+			return false
+		}
+	case zrScore:
+		r.smin, err1 = types.ParseScoreBound(minArg)
+		r.smax, err2 = types.ParseScoreBound(maxArg)
+		if err1 != nil || err2 != nil {
+			c.err("ERR min or max is not a float")
+			return false
+		}
+	case zrLex:
+		r.lmin, err1 = types.ParseLexBound(minArg)
+		r.lmax, err2 = types.ParseLexBound(maxArg)
+		if err1 != nil || err2 != nil {
+			c.err("ERR min or max not valid string range item")
+			return false
+		}
+	}
+	return true
+}
+
+// zrangeStore is ZRANGESTORE: the range of key stored at dst.
+func zrangeStore(c *Client, key, dst []byte, r *zrange) {
+	set := c.lockKeys([][]byte{key, dst})
+	defer c.unlock(set)
+	e, found, wrong := c.peekType(key, shard.TypeZSet)
+	if wrong {
+		c.errWrongType()
+		return
+	}
+	if !found {
+		c.keyMiss(key)
+	}
+	var res []types.ZMember
+	if found {
+		res = r.collect(e.Obj().(*types.ZSet))
+	}
+	c.storeZMembers(dst, res, "zrangestore")
+	c.int(int64(len(res)))
 }
 
 // replyZMembers replies members, with their scores as pairs (nested arrays
