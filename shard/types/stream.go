@@ -393,65 +393,16 @@ func (s *Stream) add(id StreamID, fv [][]byte, l *Limits) error {
 	}
 	nf := len(fv) / 2
 	maxBytes, maxEntries := streamLimits(l)
-	var n *streamNode
-	if k := len(s.nodes); k > 0 {
-		n = &s.nodes[k-1]
-		full := len(n.lp)+tot >= maxBytes
-		if !full && maxEntries > 0 {
-			cnt, p := listpack.Int(n.lp, listpack.HeaderSize)
-			del, _ := listpack.Int(n.lp, p)
-			full = cnt+del >= int64(maxEntries)
-		}
-		if full {
-			// Shrink the finished node to fit, as Redis does, unless the
-			// allocation is already close to its size.
-			if cap(n.lp)-len(n.lp) > len(n.lp)/8 {
-				n.lp = append([]byte(nil), n.lp...)
-			}
-			n = nil
-		}
-	}
+	n := s.tailWithRoom(tot, maxBytes, maxEntries)
 	flags := int64(0)
 	if n == nil {
-		need := listpack.HeaderSize + 1 + 3*2 + 2
-		for i := 0; i < nf; i++ {
-			need += listpack.EntrySize(fv[2*i])
-		}
-		// Size the node like the previous one: a stream's nodes tend to be
-		// alike, and a node allocated once makes no garbage as it fills.
-		capHint := need + 64
-		if k := len(s.nodes); k > 0 {
-			prev := len(s.nodes[k-1].lp)
-			capHint = max(capHint, min(prev, maxBytes+need))
-		}
-		lp := listpack.New(capHint)
-		lp = listpack.PushInt(lp, 1)
-		lp = listpack.PushInt(lp, 0)
-		lp = listpack.PushInt(lp, int64(nf))
-		for i := 0; i < nf; i++ {
-			lp = listpack.Push(lp, fv[2*i])
-		}
-		lp = listpack.PushInt(lp, 0)
-		s.nodes = append(s.nodes, streamNode{master: id, lp: lp})
-		n = &s.nodes[len(s.nodes)-1]
+		n = s.appendNode(id, fv, maxBytes)
 		flags = streamFlagSameFields
 	} else {
 		cnt, _ := listpack.Int(n.lp, listpack.HeaderSize)
 		n.lp = listpack.ReplaceInt(n.lp, listpack.HeaderSize, cnt+1)
-		_, _, mfields, mstart, _ := nodeMeta(n.lp)
-		if mfields == nf {
-			p := mstart
-			same := true
-			var scratch [24]byte
-			for i := 0; i < nf && same; i++ {
-				sc := scratch[:0]
-				var f []byte
-				f, p = listpack.Bytes(n.lp, p, &sc)
-				same = string(f) == string(fv[2*i])
-			}
-			if same {
-				flags = streamFlagSameFields
-			}
+		if n.hasMasterFields(fv) {
+			flags = streamFlagSameFields
 		}
 	}
 	lp := n.lp
@@ -480,6 +431,78 @@ func (s *Stream) add(id StreamID, fv [][]byte, l *Limits) error {
 		s.firstID = id
 	}
 	return nil
+}
+
+// tailWithRoom is the last node when an entry of tot bytes still fits it
+// (by the node limits), else nil; a node found full is shrunk to fit, as
+// Redis does, unless its allocation is already close to its size.
+func (s *Stream) tailWithRoom(tot, maxBytes, maxEntries int) *streamNode {
+	k := len(s.nodes)
+	if k == 0 {
+		return nil
+	}
+	n := &s.nodes[k-1]
+	full := len(n.lp)+tot >= maxBytes
+	if !full && maxEntries > 0 {
+		cnt, p := listpack.Int(n.lp, listpack.HeaderSize)
+		del, _ := listpack.Int(n.lp, p)
+		full = cnt+del >= int64(maxEntries)
+	}
+	if !full {
+		return n
+	}
+	if cap(n.lp)-len(n.lp) > len(n.lp)/8 {
+		n.lp = append([]byte(nil), n.lp...)
+	}
+	return nil
+}
+
+// appendNode starts a node whose master entry is id with the fields of fv
+// (the entry itself is appended by the caller).
+func (s *Stream) appendNode(id StreamID, fv [][]byte, maxBytes int) *streamNode {
+	nf := len(fv) / 2
+	need := listpack.HeaderSize + 1 + 3*2 + 2
+	for i := 0; i < nf; i++ {
+		need += listpack.EntrySize(fv[2*i])
+	}
+	// Size the node like the previous one: a stream's nodes tend to be
+	// alike, and a node allocated once makes no garbage as it fills.
+	capHint := need + 64
+	if k := len(s.nodes); k > 0 {
+		prev := len(s.nodes[k-1].lp)
+		capHint = max(capHint, min(prev, maxBytes+need))
+	}
+	lp := listpack.New(capHint)
+	lp = listpack.PushInt(lp, 1)
+	lp = listpack.PushInt(lp, 0)
+	lp = listpack.PushInt(lp, int64(nf))
+	for i := 0; i < nf; i++ {
+		lp = listpack.Push(lp, fv[2*i])
+	}
+	lp = listpack.PushInt(lp, 0)
+	s.nodes = append(s.nodes, streamNode{master: id, lp: lp})
+	return &s.nodes[len(s.nodes)-1]
+}
+
+// hasMasterFields reports whether the fields of fv are the master entry's,
+// in order (the entry is then stored without them).
+func (n *streamNode) hasMasterFields(fv [][]byte) bool {
+	nf := len(fv) / 2
+	_, _, mfields, mstart, _ := nodeMeta(n.lp)
+	if mfields != nf {
+		return false
+	}
+	p := mstart
+	var scratch [24]byte
+	for i := 0; i < nf; i++ {
+		sc := scratch[:0]
+		var f []byte
+		f, p = listpack.Bytes(n.lp, p, &sc)
+		if string(f) != string(fv[2*i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // removeNode drops node i.
