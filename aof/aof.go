@@ -205,16 +205,44 @@ func (a *AOF) Rewrite(ctx context.Context, snap Snapshotter) error {
 }
 
 func (a *AOF) rewrite(ctx context.Context, snap Snapshotter) error {
-	if err := os.MkdirAll(a.dir, 0o755); err != nil {
+	r, err := a.startRewrite()
+	if err != nil {
 		return err
 	}
+	baseSize, err := r.writeBase(ctx, snap)
+	if err != nil {
+		return r.abort(err)
+	}
 	a.mu.Lock()
+	defer a.mu.Unlock()
+	return r.install(baseSize)
+}
+
+// rewriteRun is one rewrite in progress: the manifest that names the new
+// incr file, that file, and the temporary base being written.
+type rewriteRun struct {
+	a       *AOF
+	next    *Manifest // the manifest with the new incr file
+	inc     FileInfo  // the new incr file
+	f       *os.File  // its handle, the writer's from the cut on
+	tmp     string    // the temporary base file
+	fresh   bool      // no AOF was being written: nothing names inc yet
+	cutDone bool
+}
+
+// startRewrite creates the new incr file and, when an AOF is being
+// written, lists it in the manifest.
+func (a *AOF) startRewrite() (*rewriteRun, error) {
+	if err := os.MkdirAll(a.dir, 0o755); err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	cur := a.man
 	if cur == nil {
 		m, err := ReadManifest(a.dir, a.cfg.FileName)
 		if err != nil {
-			a.mu.Unlock()
-			return err
+			return nil, err
 		}
 		if m == nil {
 			m = &Manifest{}
@@ -224,74 +252,82 @@ func (a *AOF) rewrite(ctx context.Context, snap Snapshotter) error {
 	// The new incr file exists before anything names it. A running writer
 	// means the manifest lists it now (empty until the cut, so harmless);
 	// for a new AOF nothing is listed until the base is complete.
-	next := cur.Clone()
-	inc := next.NextIncr(a.cfg.FileName)
-	f, err := a.createIncr(inc.Name)
+	r := &rewriteRun{a: a, next: cur.Clone()}
+	r.inc = r.next.NextIncr(a.cfg.FileName)
+	f, err := a.createIncr(r.inc.Name)
 	if err != nil {
-		a.mu.Unlock()
-		return err
+		return nil, err
 	}
-	fresh := a.w.Load() == nil
-	if !fresh {
-		if err := WriteManifest(a.dir, a.cfg.FileName, next); err != nil {
-			a.mu.Unlock()
+	r.f = f
+	r.fresh = a.w.Load() == nil
+	if !r.fresh {
+		if err := WriteManifest(a.dir, a.cfg.FileName, r.next); err != nil {
 			f.Close()
-			os.Remove(filepath.Join(a.dir, inc.Name))
-			return err
+			os.Remove(filepath.Join(a.dir, r.inc.Name))
+			return nil, err
 		}
-		a.man = next
+		a.man = r.next
 	}
-	a.mu.Unlock()
+	r.tmp = filepath.Join(a.dir, fmt.Sprintf("temp-rewriteaof-bg-%d.aof", os.Getpid()))
+	return r, nil
+}
 
-	tmp := filepath.Join(a.dir, fmt.Sprintf("temp-rewriteaof-bg-%d.aof", os.Getpid()))
-	cutDone := false
-	onCut := func() {
-		if a.closed.Load() {
-			return
-		}
-		cutDone = true
-		if w := a.w.Load(); w != nil {
-			w.Cut(f, inc.Name)
-			return
-		}
-		w := NewWriter(f, inc.Name, 0, a.cfg.Fsync, a.log)
-		w.OnFsync = a.cfg.OnFsync
-		w.SetTimestamps(a.cfg.Timestamps)
-		a.w.Store(w)
-		if a.closed.Load() && a.w.CompareAndSwap(w, nil) { // Close ran meanwhile
-			go w.Close()
-		}
+// onCut runs at the snapshot's cut: from here on commands are appended to
+// the new incr file.
+func (r *rewriteRun) onCut() {
+	a := r.a
+	if a.closed.Load() {
+		return
 	}
-	abort := func(err error) error {
-		_ = os.Remove(tmp)
-		if !cutDone {
-			f.Close()
-		}
-		if fresh {
-			// Nothing names the new incr file: stop appending to it.
-			if w := a.w.Load(); w != nil && cutDone {
-				a.w.Store(nil)
-				_ = w.Close()
-			}
-			_ = os.Remove(filepath.Join(a.dir, inc.Name))
-		}
-		return err
+	r.cutDone = true
+	if w := a.w.Load(); w != nil {
+		w.Cut(r.f, r.inc.Name)
+		return
 	}
-	bf, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	w := NewWriter(r.f, r.inc.Name, 0, a.cfg.Fsync, a.log)
+	w.OnFsync = a.cfg.OnFsync
+	w.SetTimestamps(a.cfg.Timestamps)
+	a.w.Store(w)
+	if a.closed.Load() && a.w.CompareAndSwap(w, nil) { // Close ran meanwhile
+		go w.Close()
+	}
+}
+
+// abort undoes a failed rewrite's files and returns err.
+func (r *rewriteRun) abort(err error) error {
+	a := r.a
+	_ = os.Remove(r.tmp)
+	if !r.cutDone {
+		r.f.Close()
+	}
+	if r.fresh {
+		// Nothing names the new incr file: stop appending to it.
+		if w := a.w.Load(); w != nil && r.cutDone {
+			a.w.Store(nil)
+			_ = w.Close()
+		}
+		_ = os.Remove(filepath.Join(a.dir, r.inc.Name))
+	}
+	return err
+}
+
+// writeBase writes the snapshot to the temporary base file, synced, and
+// returns its size.
+func (r *rewriteRun) writeBase(ctx context.Context, snap Snapshotter) (baseSize int64, err error) {
+	bf, err := os.OpenFile(r.tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
-		return abort(err)
+		return 0, err
 	}
-	err = snap(ctx, bf, onCut)
-	if err == nil && a.closed.Load() {
+	err = snap(ctx, bf, r.onCut)
+	if err == nil && r.a.closed.Load() {
 		err = errors.New("the AOF was closed during the rewrite")
 	}
-	if err == nil && !cutDone {
+	if err == nil && !r.cutDone {
 		err = errors.New("snapshot ended without a cut")
 	}
 	if err == nil {
 		err = bf.Sync()
 	}
-	var baseSize int64
 	if err == nil {
 		var st os.FileInfo
 		if st, err = bf.Stat(); err == nil {
@@ -301,15 +337,16 @@ func (a *AOF) rewrite(ctx context.Context, snap Snapshotter) error {
 	if cerr := bf.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return abort(err)
-	}
+	return baseSize, err
+}
 
-	a.mu.Lock()
-	defer a.mu.Unlock()
+// install renames the base into place and writes the manifest naming it,
+// with the older base and incr files as history. a.mu is held.
+func (r *rewriteRun) install(baseSize int64) error {
+	a := r.a
 	final := a.man
-	if fresh || final == nil {
-		final = next
+	if r.fresh || final == nil {
+		final = r.next
 	}
 	final = final.Clone()
 	if final.Base != nil {
@@ -319,7 +356,7 @@ func (a *AOF) rewrite(ctx context.Context, snap Snapshotter) error {
 	}
 	var keep []FileInfo
 	for _, fi := range final.Incrs {
-		if fi.Seq == inc.Seq {
+		if fi.Seq == r.inc.Seq {
 			keep = append(keep, fi)
 			continue
 		}
@@ -330,16 +367,16 @@ func (a *AOF) rewrite(ctx context.Context, snap Snapshotter) error {
 	final.BaseSeq++
 	base := FileInfo{Name: BaseName(a.cfg.FileName, final.BaseSeq, true), Seq: final.BaseSeq, Type: TypeBase}
 	final.Base = &base
-	if err := os.Rename(tmp, filepath.Join(a.dir, base.Name)); err != nil {
+	if err := os.Rename(r.tmp, filepath.Join(a.dir, base.Name)); err != nil {
 		a.mu.Unlock()
-		err = abort(err)
+		err = r.abort(err)
 		a.mu.Lock()
 		return err
 	}
 	if err := WriteManifest(a.dir, a.cfg.FileName, final); err != nil {
 		_ = os.Remove(filepath.Join(a.dir, base.Name))
 		a.mu.Unlock()
-		err = abort(err)
+		err = r.abort(err)
 		a.mu.Lock()
 		return err
 	}

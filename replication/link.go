@@ -172,14 +172,7 @@ func (l *link) reply(cr *resp.Reader) (string, error) {
 // breaks.
 func (l *link) session() error {
 	l.state.Store(linkConnecting)
-	var conn net.Conn
-	var err error
-	if dial := l.n.cfg.Dial; dial != nil {
-		conn, err = dial(l.ctx, l.addr())
-	} else {
-		d := net.Dialer{Timeout: 5 * time.Second}
-		conn, err = d.DialContext(l.ctx, "tcp", l.addr())
-	}
+	conn, err := l.dial()
 	if err != nil {
 		return err
 	}
@@ -198,8 +191,27 @@ func (l *link) session() error {
 		l.wmu.Unlock()
 	}()
 	cr := resp.NewReader(conn)
+	if err := l.handshake(cr); err != nil {
+		return err
+	}
+	if err := l.psync(cr); err != nil {
+		return err
+	}
+	return l.stream(cr)
+}
 
-	// Handshake.
+// dial connects to the primary (through the configured dialer, if any).
+func (l *link) dial() (net.Conn, error) {
+	if dial := l.n.cfg.Dial; dial != nil {
+		return dial(l.ctx, l.addr())
+	}
+	d := net.Dialer{Timeout: 5 * time.Second}
+	return d.DialContext(l.ctx, "tcp", l.addr())
+}
+
+// handshake is PING, AUTH when configured, and the REPLCONFs announcing
+// the port and capabilities.
+func (l *link) handshake(cr *resp.Reader) error {
 	if err := l.command("PING"); err != nil {
 		return err
 	}
@@ -236,11 +248,13 @@ func (l *link) session() error {
 	if err := l.command("REPLCONF", "capa", "eof", "capa", "psync2", "capa", CapaNative, "capa", CapaParallel); err != nil {
 		return err
 	}
-	if rep, err = l.reply(cr); err != nil {
-		return err
-	}
+	_, err = l.reply(cr)
+	return err
+}
 
-	// PSYNC with what we hold, if anything.
+// psync asks to continue from what we hold, if anything, and performs the
+// full synchronization when the primary answers FULLRESYNC.
+func (l *link) psync(cr *resp.Reader) error {
 	l.n.mu.Lock()
 	replid, off := "?", int64(-1)
 	if l.n.backlog != nil {
@@ -250,7 +264,8 @@ func (l *link) session() error {
 	if err := l.command("PSYNC", replid, strconv.FormatInt(off, 10)); err != nil {
 		return err
 	}
-	if rep, err = l.reply(cr); err != nil {
+	rep, err := l.reply(cr)
+	if err != nil {
 		return err
 	}
 	switch {
@@ -281,7 +296,7 @@ func (l *link) session() error {
 	default:
 		return fmt.Errorf("PSYNC: %s", rep)
 	}
-	return l.stream(cr)
+	return nil
 }
 
 // fullSync receives the RDB and loads it; the old dataset stays until the

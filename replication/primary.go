@@ -347,67 +347,16 @@ func (n *Node) fullSync(ctx context.Context, r *replicaConn, p Peer, psync bool)
 		return fmt.Sprintf("+FULLRESYNC %s %d\r\n", cutID, cutOff)
 	}
 	r.state.Store(stateWaitBgsave)
-	var keys, sent int64
 	bw := bufio.NewWriterSize(p.Conn, 64<<10)
+	var keys, sent int64
+	var err error
 	if p.CapaEOF && psync {
-		mark := newReplID()
-		sp := newSpool(bw, spoolMemory, "")
-		cw := &cutWriter{w: sp}
-		var err error
-		keys, err = n.snapshotFor(ctx, p, cw, func() {
-			onCut()
-			cw.setCut([]byte(fullLine() + "$EOF:" + mark + "\r\n"))
-		})
-		r.state.Store(stateSendBulk)
-		if err == nil {
-			err = cw.flush()
-		}
-		if err == nil {
-			_, err = sp.Write([]byte(mark))
-		}
-		if err != nil {
-			sp.Discard()
-			return err
-		}
-		if err = sp.Close(); err == nil {
-			err = bw.Flush()
-		}
-		if err != nil {
-			return err
-		}
-		sent = cw.n
+		keys, sent, err = n.sendDiskless(ctx, r, p, bw, onCut, fullLine)
 	} else {
-		f, err := os.CreateTemp("", "damselfly-sync-*.rdb")
-		if err != nil {
-			return err
-		}
-		defer os.Remove(f.Name())
-		defer f.Close()
-		fw := bufio.NewWriterSize(f, 256<<10)
-		keys, err = n.snapshotFor(ctx, p, fw, onCut)
-		if err == nil {
-			err = fw.Flush()
-		}
-		if err != nil {
-			return err
-		}
-		size, err := f.Seek(0, io.SeekCurrent)
-		if err != nil {
-			return err
-		}
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return err
-		}
-		r.state.Store(stateSendBulk)
-		fmt.Fprintf(bw, "%s$%d\r\n", fullLine(), size)
-		if _, err := io.Copy(bw, f); err != nil {
-			return err
-		}
-		if err := bw.Flush(); err != nil {
-			return err
-		}
-		sent = size
-		r.startStream()
+		keys, sent, err = n.sendThroughFile(ctx, r, p, bw, onCut, fullLine)
+	}
+	if err != nil {
+		return err
 	}
 	r.state.Store(stateOnline)
 	if r.acked.Load() { // the ACK came before we went online (readLoop)
@@ -416,4 +365,71 @@ func (n *Node) fullSync(ctx context.Context, r *replicaConn, p Peer, psync bool)
 	n.log.Info("full sync sent to replica", "replica", r.name(), "diskless", p.CapaEOF && psync, "compressed", p.CapaNative, "format", n.syncFormat(p),
 		"offset", cutOff, "keys", keys, "bytes", sent, "seconds", fmt.Sprintf("%.3f", time.Since(start).Seconds()))
 	return nil
+}
+
+// sendDiskless streams the snapshot to the replica as it is made (an
+// $EOF:<mark> payload), spooling what the connection cannot take yet;
+// onCut runs at the cut and fullLine is the reply line sent before it.
+func (n *Node) sendDiskless(ctx context.Context, r *replicaConn, p Peer, bw *bufio.Writer, onCut func(), fullLine func() string) (keys, sent int64, err error) {
+	mark := newReplID()
+	sp := newSpool(bw, spoolMemory, "")
+	cw := &cutWriter{w: sp}
+	keys, err = n.snapshotFor(ctx, p, cw, func() {
+		onCut()
+		cw.setCut([]byte(fullLine() + "$EOF:" + mark + "\r\n"))
+	})
+	r.state.Store(stateSendBulk)
+	if err == nil {
+		err = cw.flush()
+	}
+	if err == nil {
+		_, err = sp.Write([]byte(mark))
+	}
+	if err != nil {
+		sp.Discard()
+		return 0, 0, err
+	}
+	if err = sp.Close(); err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	return keys, cw.n, nil
+}
+
+// sendThroughFile writes the snapshot to a temporary file, then sends it
+// as a sized bulk payload.
+func (n *Node) sendThroughFile(ctx context.Context, r *replicaConn, p Peer, bw *bufio.Writer, onCut func(), fullLine func() string) (keys, sent int64, err error) {
+	f, err := os.CreateTemp("", "damselfly-sync-*.rdb")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	fw := bufio.NewWriterSize(f, 256<<10)
+	keys, err = n.snapshotFor(ctx, p, fw, onCut)
+	if err == nil {
+		err = fw.Flush()
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	size, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0, 0, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return 0, 0, err
+	}
+	r.state.Store(stateSendBulk)
+	fmt.Fprintf(bw, "%s$%d\r\n", fullLine(), size)
+	if _, err := io.Copy(bw, f); err != nil {
+		return 0, 0, err
+	}
+	if err := bw.Flush(); err != nil {
+		return 0, 0, err
+	}
+	r.startStream()
+	return keys, size, nil
 }

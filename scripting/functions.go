@@ -223,80 +223,110 @@ func (e *Engine) registerFunction(L *lua.LState, st *state) int {
 		L.Error(lua.LString("redis.register_function can only be called on FUNCTION LOAD command"), 0)
 		return 0
 	}
-	var name lua.LValue
-	var cb lua.LValue
-	var flags, desc lua.LValue = lua.LNil, lua.LNil
+	fn, bad := newFunctionFromArgs(L)
+	if bad == "" && pend.names[strings.ToLower(fn.Name)] {
+		bad = "Function already exists in the library"
+	}
+	if bad != "" {
+		L.Error(lua.LString(bad), 0)
+		return 0
+	}
+	pend.names[strings.ToLower(fn.Name)] = true
+	pend.funcs = append(pend.funcs, fn)
+	return 0
+}
+
+// registerArgs are redis.register_function's arguments, given by position
+// (name, callback) or as a table of named arguments.
+type registerArgs struct {
+	name, cb    lua.LValue
+	flags, desc lua.LValue
+}
+
+// newFunctionFromArgs builds the function redis.register_function's
+// arguments describe, or returns Redis's error message for them.
+func newFunctionFromArgs(L *lua.LState) (*Function, string) {
+	a := registerArgs{flags: lua.LNil, desc: lua.LNil}
 	switch L.GetTop() {
 	case 1:
 		t, ok := L.Get(1).(*lua.LTable)
 		if !ok {
-			L.Error(lua.LString("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments)."), 0)
-			return 0
+			return nil, "calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments)."
 		}
-		var bad string
-		t.ForEach(func(k, v lua.LValue) {
-			ks, ok := k.(lua.LString)
-			if !ok {
-				bad = "named argument key given to redis.register_function is not a string"
-				return
-			}
-			switch string(ks) {
-			case "function_name":
-				if _, ok := v.(lua.LString); !ok {
-					bad = "function_name argument given to redis.register_function must be a string"
-				}
-				name = v
-			case "callback":
-				if _, ok := v.(*lua.LFunction); !ok {
-					bad = "callback argument given to redis.register_function must be a function"
-				}
-				cb = v
-			case "flags":
-				flags = v
-			case "description":
-				desc = v
-			default:
-				bad = "unknown argument given to redis.register_function"
-			}
-		})
-		if bad != "" {
-			L.Error(lua.LString(bad), 0)
-			return 0
+		if bad := a.fromTable(t); bad != "" {
+			return nil, bad
 		}
 	case 2:
-		name, cb = L.Get(1), L.Get(2)
-		if _, ok := name.(lua.LString); !ok {
-			L.Error(lua.LString("first argument to redis.register_function must be a string"), 0)
-			return 0
+		a.name, a.cb = L.Get(1), L.Get(2)
+		if _, ok := a.name.(lua.LString); !ok {
+			return nil, "first argument to redis.register_function must be a string"
 		}
-		if _, ok := cb.(*lua.LFunction); !ok {
-			L.Error(lua.LString("second argument to redis.register_function must be a function"), 0)
-			return 0
+		if _, ok := a.cb.(*lua.LFunction); !ok {
+			return nil, "second argument to redis.register_function must be a function"
 		}
 	default:
-		L.Error(lua.LString("wrong number of arguments to redis.register_function"), 0)
-		return 0
+		return nil, "wrong number of arguments to redis.register_function"
 	}
-	ns, ok := name.(lua.LString)
+	ns, ok := a.name.(lua.LString)
 	if !ok {
-		L.Error(lua.LString("redis.register_function must get a function name argument"), 0)
-		return 0
+		return nil, "redis.register_function must get a function name argument"
 	}
-	f, ok := cb.(*lua.LFunction)
+	f, ok := a.cb.(*lua.LFunction)
 	if !ok {
-		L.Error(lua.LString("redis.register_function must get a callback argument"), 0)
-		return 0
+		return nil, "redis.register_function must get a callback argument"
 	}
 	fn := &Function{Name: string(ns), fn: f}
-	switch d := desc.(type) {
+	switch d := a.desc.(type) {
 	case lua.LString:
 		s := string(d)
 		fn.Description = &s
 	case *lua.LNilType:
 	default:
-		L.Error(lua.LString("description argument given to redis.register_function must be a string"), 0)
-		return 0
+		return nil, "description argument given to redis.register_function must be a string"
 	}
+	if bad := fn.setFlags(a.flags); bad != "" {
+		return nil, bad
+	}
+	if !validName(fn.Name) {
+		return nil, "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"
+	}
+	return fn, ""
+}
+
+// fromTable reads the named arguments of t; the last error seen wins, as
+// in Redis.
+func (a *registerArgs) fromTable(t *lua.LTable) (bad string) {
+	t.ForEach(func(k, v lua.LValue) {
+		ks, ok := k.(lua.LString)
+		if !ok {
+			bad = "named argument key given to redis.register_function is not a string"
+			return
+		}
+		switch string(ks) {
+		case "function_name":
+			if _, ok := v.(lua.LString); !ok {
+				bad = "function_name argument given to redis.register_function must be a string"
+			}
+			a.name = v
+		case "callback":
+			if _, ok := v.(*lua.LFunction); !ok {
+				bad = "callback argument given to redis.register_function must be a function"
+			}
+			a.cb = v
+		case "flags":
+			a.flags = v
+		case "description":
+			a.desc = v
+		default:
+			bad = "unknown argument given to redis.register_function"
+		}
+	})
+	return bad
+}
+
+// setFlags sets fn's flags from the flags argument (nil or a table of
+// flag names).
+func (fn *Function) setFlags(flags lua.LValue) string {
 	switch fl := flags.(type) {
 	case *lua.LTable:
 		var bad bool
@@ -314,25 +344,13 @@ func (e *Engine) registerFunction(L *lua.LState, st *state) int {
 			}
 		})
 		if bad {
-			L.Error(lua.LString("unknown flag given"), 0)
-			return 0
+			return "unknown flag given"
 		}
 	case *lua.LNilType:
 	default:
-		L.Error(lua.LString("flags argument to redis.register_function must be a table representing function flags"), 0)
-		return 0
+		return "flags argument to redis.register_function must be a table representing function flags"
 	}
-	if !validName(fn.Name) {
-		L.Error(lua.LString("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long"), 0)
-		return 0
-	}
-	if pend.names[strings.ToLower(fn.Name)] {
-		L.Error(lua.LString("Function already exists in the library"), 0)
-		return 0
-	}
-	pend.names[strings.ToLower(fn.Name)] = true
-	pend.funcs = append(pend.funcs, fn)
-	return 0
+	return ""
 }
 
 // Lookup returns the function called name (case-insensitive, as Redis's

@@ -199,7 +199,6 @@ func mpDecode(L *lua.LState, s []byte, depth int) (lua.LValue, []byte, bool) {
 	}
 	c := s[0]
 	s = s[1:]
-	need := func(n int) bool { return len(s) >= n }
 	switch {
 	case c < 0x80:
 		return lua.LNumber(c), s, true
@@ -219,6 +218,16 @@ func mpDecode(L *lua.LState, s []byte, depth int) (lua.LValue, []byte, bool) {
 		return lua.LFalse, s, true
 	case 0xc3:
 		return lua.LTrue, s, true
+	case 0xca, 0xcb, 0xcc, 0xcd, 0xce, 0xcf, 0xd0, 0xd1, 0xd2, 0xd3:
+		return mpNumber(c, s)
+	}
+	return mpSized(L, c, s, depth)
+}
+
+// mpNumber decodes the float or integer of type byte c from s.
+func mpNumber(c byte, s []byte) (lua.LValue, []byte, bool) {
+	need := func(n int) bool { return len(s) >= n }
+	switch c {
 	case 0xca:
 		if !need(4) {
 			return lua.LNil, s, false
@@ -255,7 +264,7 @@ func mpDecode(L *lua.LState, s []byte, depth int) (lua.LValue, []byte, bool) {
 			return lua.LNumber(v), s[4:], true
 		}
 		return lua.LNumber(int32(v)), s[4:], true
-	case 0xcf, 0xd3:
+	default: // 0xcf, 0xd3
 		if !need(8) {
 			return lua.LNil, s, false
 		}
@@ -264,6 +273,15 @@ func mpDecode(L *lua.LState, s []byte, depth int) (lua.LValue, []byte, bool) {
 			return lua.LNumber(v), s[8:], true
 		}
 		return lua.LNumber(int64(v)), s[8:], true
+	}
+}
+
+// mpSized decodes the string, binary, array or map of type byte c whose
+// length prefix starts s; an unknown type decodes as nil, as in
+// lua-cmsgpack.
+func mpSized(L *lua.LState, c byte, s []byte, depth int) (lua.LValue, []byte, bool) {
+	need := func(n int) bool { return len(s) >= n }
+	switch c {
 	case 0xd9, 0xc4:
 		if !need(1) {
 			return lua.LNil, s, false

@@ -26,6 +26,16 @@ const readonlyMsg = "Attempt to modify a readonly table"
 func newState(e *Engine, chunk string) *state {
 	L := lua.NewState(lua.Options{SkipOpenLibs: true})
 	st := &state{L: L, G: L.G.Global, real: map[*lua.LTable]*lua.LTable{}}
+	st.openLibraries(e)
+	st.guardRawOperations()
+	st.protectLibraries()
+	return st
+}
+
+// openLibraries opens the libraries Redis 7.0 offers scripts, without the
+// globals it removes.
+func (st *state) openLibraries(e *Engine) {
+	L := st.L
 	for _, lib := range []struct {
 		name string
 		fn   lua.LGFunction
@@ -55,9 +65,13 @@ func newState(e *Engine, chunk string) *state {
 	G.RawSetString("struct", openStruct(L))
 	G.RawSetString("cmsgpack", openCMsgpack(L))
 	G.RawSetString("redis", newRedisTable(e, st, false))
+}
 
-	// Guards of the raw operations, and loaders whose functions run in the
-	// read-only environment.
+// guardRawOperations wraps the raw operations so that they refuse the
+// read-only tables or see through their proxies, and the loaders so that
+// their functions run in the read-only environment.
+func (st *state) guardRawOperations() {
+	L, G := st.L, st.G
 	rawset := G.RawGetString("rawset").(*lua.LFunction)
 	G.RawSetString("rawset", L.NewFunction(func(L *lua.LState) int {
 		if t, ok := L.Get(1).(*lua.LTable); ok && st.real[t] != nil {
@@ -114,7 +128,12 @@ func newState(e *Engine, chunk string) *state {
 			return st.callThrough(orig)
 		}))
 	}
+}
 
+// protectLibraries makes every library table, the string metatable and
+// the globals read-only.
+func (st *state) protectLibraries() {
+	L, G := st.L, st.G
 	// Every library table becomes read-only, and so does the string
 	// metatable (getmetatable('') answers its proxy).
 	for _, name := range []string{"string", "table", "math", "coroutine", "cjson", "bit", "struct", "cmsgpack", "redis"} {
@@ -137,7 +156,6 @@ func newState(e *Engine, chunk string) *state {
 	L.SetMetatable(G, gmt)
 	st.env = st.protect(G)
 	G.RawSetString("_G", st.env)
-	return st
 }
 
 // protect returns a read-only proxy of t: reads go to t, writes fail.

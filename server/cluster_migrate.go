@@ -417,11 +417,6 @@ func (s *Server) migrateSlots(rg cluster.Range, dst *cluster.Node) (err error) {
 // returns the last slot it moved. tap already captures the slots handed
 // over before (their grace period lasts until the whole range is done).
 func (s *Server) migrateBatch(l *migLink, tap *migTap, first, last int, addr string) (_ int, err error) {
-	// A batch is one cut (every shard locked while its keys are
-	// serialized), two round trips and one write pause: large enough that
-	// per-batch costs vanish next to the data, small enough that the cut
-	// stays a short stall.
-	const maxSlots, maxKeys, maxBytes = 1024, 16384, 8 << 20
 	cs := s.cluster
 	m := &cs.mig
 	end := first - 1 // last slot of the batch
@@ -440,37 +435,10 @@ func (s *Server) migrateBatch(l *migLink, tap *migTap, first, last int, addr str
 			l.flush(1)
 		}
 	}()
-	// Cut: the slots' keys and the tap at one instant.
-	var restores [][][]byte
-	all := s.store.All()
-	s.store.LockMany(&all)
-	nowMs := now()
-	size := 0
-	for sl := first; sl <= last && sl-first < maxSlots && len(restores) < maxKeys && size < maxBytes; sl++ {
-		end = sl
-		for _, sh := range s.store.Shards() {
-			d := sh.PeekDB(0)
-			if d == nil {
-				continue
-			}
-			for _, k := range d.AppendSlotKeys(nil, sl, -1) {
-				e, ok := d.Find(shard.Hash(k), k)
-				if !ok || e.Expired(nowMs) {
-					continue
-				}
-				p, derr := snapshot.Dump(&e)
-				if derr != nil {
-					s.store.UnlockMany(&all)
-					return end, derr
-				}
-				size += len(k) + len(p)
-				restores = append(restores, [][]byte{[]byte("RESTORE"), k, []byte(strconv.FormatInt(e.ExpireAt(), 10)), p,
-					[]byte("REPLACE"), []byte("ABSTTL")})
-			}
-		}
-		tap.slots[sl].Store(true)
+	restores, end, err := s.cutSlots(tap, first, last)
+	if err != nil {
+		return end, err
 	}
-	s.store.UnlockMany(&all)
 	// IMPORT start for the batch's slots (one range: the target changes
 	// its view once per batch, not per slot), then their keys, pipelined.
 	l.add([]byte("CLUSTER"), []byte("IMPORT"), []byte(slotRange(first, end)), []byte("0"))
@@ -480,17 +448,8 @@ func (s *Server) migrateBatch(l *migLink, tap *migTap, first, last int, addr str
 	restores = nil
 	// Wait for the target to apply the payloads outside the pause, then
 	// forward the tail until what is left is short.
-	for round := 0; round < 20; round++ {
-		if err := l.sync(); err != nil {
-			return end, err
-		}
-		cmds := tap.take()
-		if err := sendCmds(l, cmds, 0); err != nil {
-			return end, err
-		}
-		if len(cmds) < 64 {
-			break
-		}
+	if err := catchUp(l, tap); err != nil {
+		return end, err
 	}
 	// Pause writes to the slots, let admitted writes commit, send the rest
 	// with the hand-off.
@@ -499,6 +458,7 @@ func (s *Server) migrateBatch(l *migLink, tap *migTap, first, last int, addr str
 	cs.update(func(v *clusterView) { v.forbidden = cluster.Range{Start: first, End: end} })
 	cs.mu.Unlock()
 	paused = true
+	all := s.store.All()
 	s.store.LockMany(&all)
 	s.store.UnlockMany(&all)
 	tail := append(tap.take(), [][]byte{[]byte("CLUSTER"), []byte("IMPORT"), []byte(slotRange(first, end)), []byte("1")})
@@ -528,6 +488,66 @@ func (s *Server) migrateBatch(l *migLink, tap *migTap, first, last int, addr str
 	m.slot = end
 	m.mu.Unlock()
 	return end, nil
+}
+
+// cutSlots serializes the keys of the slots from first on (at most up to
+// last, within one batch's limits) as RESTORE commands, with every shard
+// locked, and starts the tap on them at the same instant. end is the last
+// slot taken.
+func (s *Server) cutSlots(tap *migTap, first, last int) (restores [][][]byte, end int, err error) {
+	// A batch is one cut (every shard locked while its keys are
+	// serialized), two round trips and one write pause: large enough that
+	// per-batch costs vanish next to the data, small enough that the cut
+	// stays a short stall.
+	const maxSlots, maxKeys, maxBytes = 1024, 16384, 8 << 20
+	end = first - 1
+	all := s.store.All()
+	s.store.LockMany(&all)
+	defer s.store.UnlockMany(&all)
+	nowMs := now()
+	size := 0
+	for sl := first; sl <= last && sl-first < maxSlots && len(restores) < maxKeys && size < maxBytes; sl++ {
+		end = sl
+		for _, sh := range s.store.Shards() {
+			d := sh.PeekDB(0)
+			if d == nil {
+				continue
+			}
+			for _, k := range d.AppendSlotKeys(nil, sl, -1) {
+				e, ok := d.Find(shard.Hash(k), k)
+				if !ok || e.Expired(nowMs) {
+					continue
+				}
+				p, derr := snapshot.Dump(&e)
+				if derr != nil {
+					return nil, end, derr
+				}
+				size += len(k) + len(p)
+				restores = append(restores, [][]byte{[]byte("RESTORE"), k, []byte(strconv.FormatInt(e.ExpireAt(), 10)), p,
+					[]byte("REPLACE"), []byte("ABSTTL")})
+			}
+		}
+		tap.slots[sl].Store(true)
+	}
+	return restores, end, nil
+}
+
+// catchUp waits for the target to apply what was sent and forwards the
+// writes the tap captured meanwhile, until few are left (or 20 rounds).
+func catchUp(l *migLink, tap *migTap) error {
+	for round := 0; round < 20; round++ {
+		if err := l.sync(); err != nil {
+			return err
+		}
+		cmds := tap.take()
+		if err := sendCmds(l, cmds, 0); err != nil {
+			return err
+		}
+		if len(cmds) < 64 {
+			break
+		}
+	}
+	return nil
 }
 
 // sendCmds sends cmds after the extra commands already added to l, in

@@ -73,182 +73,224 @@ var aclHelp = []string{
 	"    Prints this help.",
 }
 
+// aclSubcommands are ACL's subcommands; DRYRUN lives in acl.go.
+var aclSubcommands = map[string]subcommandHandler{
+	"help":    func(c *Client, _ [][]byte) { c.helpReply(aclHelp) },
+	"whoami":  func(c *Client, _ [][]byte) { c.bulkString(c.userName()) },
+	"users":   aclUsers,
+	"list":    aclList,
+	"setuser": aclSetUser,
+	"deluser": aclDelUser,
+	"getuser": aclGetUser,
+	"cat":     aclCat,
+	"genpass": aclGenPass,
+	"log":     aclLog,
+	"dryrun":  func(c *Client, args [][]byte) { c.aclDryRun(args) },
+	"save":    aclSave,
+	"load":    aclLoad,
+}
+
 func cmdACL(c *Client, args [][]byte) {
-	sub := lower(args[1])
-	a := &c.srv.acl
-	wrongArgs := func() {
-		c.err("ERR unknown subcommand or wrong number of arguments for '" + sanitize(args[1], 128) + "'. Try ACL HELP.")
+	dispatchSubcommand(c, args, aclSubcommands, "ACL")
+}
+
+// aclWrongArgs answers a subcommand given too many arguments.
+func aclWrongArgs(c *Client, args [][]byte) {
+	c.err("ERR unknown subcommand or wrong number of arguments for '" + sanitize(args[1], 128) + "'. Try ACL HELP.")
+}
+
+func aclUsers(c *Client, _ [][]byte) {
+	names := c.srv.acl.users.Names()
+	c.array(len(names))
+	for _, n := range names {
+		c.bulkString(n)
 	}
-	switch sub {
-	case "help":
-		c.helpReply(aclHelp)
-	case "whoami":
-		c.bulkString(c.userName())
-	case "users":
-		names := a.users.Names()
-		c.array(len(names))
-		for _, n := range names {
-			c.bulkString(n)
-		}
-	case "list":
-		lines := a.users.Lines()
-		c.array(len(lines))
-		for _, l := range lines {
-			c.bulkString(l)
-		}
-	case "setuser":
-		name := string(args[2])
-		if !acl.ValidUserName(name) {
-			c.err("ERR Usernames can't contain spaces or null characters")
+}
+
+func aclList(c *Client, _ [][]byte) {
+	lines := c.srv.acl.users.Lines()
+	c.array(len(lines))
+	for _, l := range lines {
+		c.bulkString(l)
+	}
+}
+
+// aclSetUser is ACL SETUSER name rule...; a changed user's Pub/Sub
+// clients that lost channel access are disconnected.
+func aclSetUser(c *Client, args [][]byte) {
+	name := string(args[2])
+	if !acl.ValidUserName(name) {
+		c.err("ERR Usernames can't contain spaces or null characters")
+		return
+	}
+	rules := make([]string, len(args)-3)
+	for i, r := range args[3:] {
+		rules[i] = string(r)
+	}
+	u, old, err := c.srv.acl.users.SetUser(name, rules)
+	if err != nil {
+		c.err("ERR " + err.Error())
+		return
+	}
+	if old != nil {
+		c.srv.aclKillPubSub(c, u)
+	}
+	c.ok()
+}
+
+// aclDelUser is ACL DELUSER name...; the deleted users' clients are
+// disconnected.
+func aclDelUser(c *Client, args [][]byte) {
+	var names []string
+	for _, n := range args[2:] {
+		if string(n) == "default" {
+			c.err("ERR The 'default' user cannot be removed")
 			return
 		}
-		rules := make([]string, len(args)-3)
-		for i, r := range args[3:] {
-			rules[i] = string(r)
+		names = append(names, string(n))
+	}
+	gone := c.srv.acl.users.Delete(names)
+	c.srv.aclDisconnect(c, gone)
+	c.int(int64(len(gone)))
+}
+
+// aclGetUser is ACL GETUSER name: flags, passwords, the root selector's
+// rules and the other selectors.
+func aclGetUser(c *Client, args [][]byte) {
+	u := c.srv.acl.users.Get(string(args[2]))
+	if u == nil {
+		c.null()
+		return
+	}
+	st := u.State()
+	c.mapHeader(6)
+	c.bulkString("flags")
+	flags := st.Flags()
+	c.setHeader(len(flags))
+	for _, f := range flags {
+		c.bulkString(f)
+	}
+	c.bulkString("passwords")
+	c.array(len(st.Passwords))
+	for _, p := range st.Passwords {
+		c.bulkString(p)
+	}
+	describeSelector(c, st.Root())
+	c.bulkString("selectors")
+	c.array(len(st.Selectors) - 1)
+	for _, sel := range st.Selectors[1:] {
+		c.mapHeader(3)
+		describeSelector(c, sel)
+	}
+}
+
+// aclCat is ACL CAT [category]: the categories, or the implemented
+// commands of one.
+func aclCat(c *Client, args [][]byte) {
+	if len(args) > 3 {
+		aclWrongArgs(c, args)
+		return
+	}
+	if len(args) == 2 {
+		cats := acl.Categories()
+		c.array(len(cats))
+		for _, k := range cats {
+			c.bulkString(k)
 		}
-		u, old, err := a.users.SetUser(name, rules)
-		if err != nil {
-			c.err("ERR " + err.Error())
-			return
+		return
+	}
+	names, ok := c.srv.acl.users.Catalog().InCategory(lower(args[2]))
+	if !ok {
+		c.err("ERR Unknown category '" + sanitize(args[2], 128) + "'")
+		return
+	}
+	var impl []string
+	for _, n := range names {
+		if c.srv.lookupName(n) != nil {
+			impl = append(impl, n)
 		}
-		if old != nil {
-			c.srv.aclKillPubSub(c, u)
-		}
-		c.ok()
-	case "deluser":
-		var names []string
-		for _, n := range args[2:] {
-			if string(n) == "default" {
-				c.err("ERR The 'default' user cannot be removed")
-				return
-			}
-			names = append(names, string(n))
-		}
-		gone := a.users.Delete(names)
-		c.srv.aclDisconnect(c, gone)
-		c.int(int64(len(gone)))
-	case "getuser":
-		u := a.users.Get(string(args[2]))
-		if u == nil {
-			c.null()
-			return
-		}
-		st := u.State()
-		c.mapHeader(6)
-		c.bulkString("flags")
-		flags := st.Flags()
-		c.setHeader(len(flags))
-		for _, f := range flags {
-			c.bulkString(f)
-		}
-		c.bulkString("passwords")
-		c.array(len(st.Passwords))
-		for _, p := range st.Passwords {
-			c.bulkString(p)
-		}
-		describeSelector(c, st.Root())
-		c.bulkString("selectors")
-		c.array(len(st.Selectors) - 1)
-		for _, sel := range st.Selectors[1:] {
-			c.mapHeader(3)
-			describeSelector(c, sel)
-		}
-	case "cat":
-		if len(args) > 3 {
-			wrongArgs()
-			return
-		}
-		if len(args) == 2 {
-			cats := acl.Categories()
-			c.array(len(cats))
-			for _, k := range cats {
-				c.bulkString(k)
-			}
-			return
-		}
-		names, ok := a.users.Catalog().InCategory(lower(args[2]))
+	}
+	c.array(len(impl))
+	for _, n := range impl {
+		c.bulkString(n)
+	}
+}
+
+// aclGenPass is ACL GENPASS [bits].
+func aclGenPass(c *Client, args [][]byte) {
+	if len(args) > 3 {
+		aclWrongArgs(c, args)
+		return
+	}
+	bits := int64(256)
+	if len(args) == 3 {
+		n, ok := parseInt(args[2])
 		if !ok {
-			c.err("ERR Unknown category '" + sanitize(args[2], 128) + "'")
+			c.errNotInteger()
 			return
 		}
-		var impl []string
-		for _, n := range names {
-			if c.srv.lookupName(n) != nil {
-				impl = append(impl, n)
-			}
-		}
-		c.array(len(impl))
-		for _, n := range impl {
-			c.bulkString(n)
-		}
-	case "genpass":
-		if len(args) > 3 {
-			wrongArgs()
-			return
-		}
-		bits := int64(256)
-		if len(args) == 3 {
-			n, ok := parseInt(args[2])
-			if !ok {
-				c.errNotInteger()
-				return
-			}
-			bits = n
-		}
-		if bits <= 0 || bits > 4096 {
-			c.err("ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096")
-			return
-		}
-		c.bulkString(acl.GenPass(int(bits)))
-	case "log":
-		if len(args) > 3 {
-			wrongArgs()
-			return
-		}
-		count := int64(10)
-		if len(args) == 3 {
-			if eq(args[2], "reset") {
-				a.logMu.Lock()
-				clear(a.log)
-				a.log = a.log[:0]
-				a.logMu.Unlock()
-				c.ok()
-				return
-			}
-			n, ok := parseInt(args[2])
-			if !ok {
-				c.errNotInteger()
-				return
-			}
-			count = max(n, 0)
-		}
-		c.aclLogReply(int(min(count, 1<<30)))
-	case "dryrun":
-		c.aclDryRun(args)
-	case "save":
-		if a.file == "" {
-			c.err(aclNoFileErr)
-			return
-		}
-		if err := c.srv.saveACLFile(); err != nil {
-			c.srv.log.Warn("ACL SAVE failed", "file", a.file, "err", err)
-			c.err("ERR There was an error trying to save the ACLs. Please check the server logs for more information")
-			return
-		}
-		c.ok()
-	case "load":
-		if a.file == "" {
-			c.err(aclNoFileErr)
-			return
-		}
-		if err := c.srv.loadACLFileFrom(c); err != nil {
-			c.err("ERR " + err.Error())
-			return
-		}
-		c.ok()
-	default:
-		c.err("ERR unknown subcommand '" + sanitize(args[1], 128) + "'. Try ACL HELP.")
+		bits = n
 	}
+	if bits <= 0 || bits > 4096 {
+		c.err("ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096")
+		return
+	}
+	c.bulkString(acl.GenPass(int(bits)))
+}
+
+// aclLog is ACL LOG [count | RESET].
+func aclLog(c *Client, args [][]byte) {
+	if len(args) > 3 {
+		aclWrongArgs(c, args)
+		return
+	}
+	count := int64(10)
+	if len(args) == 3 {
+		if eq(args[2], "reset") {
+			a := &c.srv.acl
+			a.logMu.Lock()
+			clear(a.log)
+			a.log = a.log[:0]
+			a.logMu.Unlock()
+			c.ok()
+			return
+		}
+		n, ok := parseInt(args[2])
+		if !ok {
+			c.errNotInteger()
+			return
+		}
+		count = max(n, 0)
+	}
+	c.aclLogReply(int(min(count, 1<<30)))
+}
+
+// aclSave is ACL SAVE: the users to the ACL file.
+func aclSave(c *Client, _ [][]byte) {
+	a := &c.srv.acl
+	if a.file == "" {
+		c.err(aclNoFileErr)
+		return
+	}
+	if err := c.srv.saveACLFile(); err != nil {
+		c.srv.log.Warn("ACL SAVE failed", "file", a.file, "err", err)
+		c.err("ERR There was an error trying to save the ACLs. Please check the server logs for more information")
+		return
+	}
+	c.ok()
+}
+
+// aclLoad is ACL LOAD: the users from the ACL file.
+func aclLoad(c *Client, _ [][]byte) {
+	if c.srv.acl.file == "" {
+		c.err(aclNoFileErr)
+		return
+	}
+	if err := c.srv.loadACLFileFrom(c); err != nil {
+		c.err("ERR " + err.Error())
+		return
+	}
+	c.ok()
 }
 
 func describeSelector(c *Client, sel *acl.Selector) {

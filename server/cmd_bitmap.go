@@ -363,57 +363,9 @@ func parseBitfieldType(c *Client, b []byte) (signed bool, bits int, ok bool) {
 }
 
 func bitfieldGeneric(c *Client, args [][]byte, ro bool) {
-	var ops []bitfieldOp
-	overflow := bitmap.Wrap
-	readonly := true
-	var need uint64 // bytes the writes reach
-	for j := 2; j < len(args); j++ {
-		rem := len(args) - j - 1
-		var op bitfieldOp
-		switch a := args[j]; {
-		case eq(a, "get") && rem >= 2:
-			op.kind = 'g'
-		case eq(a, "set") && rem >= 3:
-			op.kind = 's'
-		case eq(a, "incrby") && rem >= 3:
-			op.kind = 'i'
-		case eq(a, "overflow") && rem >= 1:
-			j++
-			switch w := args[j]; {
-			case eq(w, "wrap"):
-				overflow = bitmap.Wrap
-			case eq(w, "sat"):
-				overflow = bitmap.Sat
-			case eq(w, "fail"):
-				overflow = bitmap.Fail
-			default:
-				c.err("ERR Invalid OVERFLOW type specified")
-				return
-			}
-			continue
-		default:
-			c.errSyntax()
-			return
-		}
-		var ok bool
-		if op.signed, op.bits, ok = parseBitfieldType(c, args[j+1]); !ok {
-			return
-		}
-		if op.off, ok = parseBitOffset(c, args[j+2], op.bits); !ok {
-			return
-		}
-		if op.kind != 'g' {
-			readonly = false
-			need = max(need, (op.off+uint64(op.bits)-1)>>3+1)
-			if op.arg, ok = parseInt(args[j+3]); !ok {
-				c.errNotInteger()
-				return
-			}
-			j++
-		}
-		op.overflow = overflow
-		ops = append(ops, op)
-		j += 2
+	ops, readonly, need, ok := parseBitfieldOps(c, args)
+	if !ok {
+		return
 	}
 	if !readonly && ro {
 		c.err("ERR BITFIELD_RO only supports the GET subcommand")
@@ -456,29 +408,7 @@ func bitfieldGeneric(c *Client, args [][]byte, ro bool) {
 			}
 			continue
 		}
-		var old, nv, reply uint64
-		var over bool
-		if op.signed {
-			o := bitmap.GetSigned(p, op.off, op.bits)
-			var n int64
-			if op.kind == 'i' {
-				n, over = bitmap.Signed(o, op.arg, op.bits, op.overflow)
-				reply = uint64(n)
-			} else {
-				n, over = bitmap.Signed(op.arg, 0, op.bits, op.overflow)
-				reply = uint64(o)
-			}
-			old, nv = uint64(o), uint64(n)
-		} else {
-			old = bitmap.GetUnsigned(p, op.off, op.bits)
-			if op.kind == 'i' {
-				nv, over = bitmap.Unsigned(old, op.arg, op.bits, op.overflow)
-				reply = nv
-			} else {
-				nv, over = bitmap.Unsigned(uint64(op.arg), 0, op.bits, op.overflow)
-				reply = old
-			}
-		}
+		old, nv, reply, over := op.compute(p)
 		if over && op.overflow == bitmap.Fail {
 			c.null()
 			continue
@@ -501,4 +431,86 @@ func bitfieldGeneric(c *Client, args [][]byte, ro bool) {
 	if changes {
 		c.notify(kseString, "setbit", args[1])
 	}
+}
+
+// parseBitfieldOps parses BITFIELD's operations (OVERFLOW applies to those
+// after it). readonly: all are GETs; need: the bytes the writes reach.
+func parseBitfieldOps(c *Client, args [][]byte) (ops []bitfieldOp, readonly bool, need uint64, ok bool) {
+	overflow := bitmap.Wrap
+	readonly = true
+	for j := 2; j < len(args); j++ {
+		rem := len(args) - j - 1
+		var op bitfieldOp
+		switch a := args[j]; {
+		case eq(a, "get") && rem >= 2:
+			op.kind = 'g'
+		case eq(a, "set") && rem >= 3:
+			op.kind = 's'
+		case eq(a, "incrby") && rem >= 3:
+			op.kind = 'i'
+		case eq(a, "overflow") && rem >= 1:
+			j++
+			switch w := args[j]; {
+			case eq(w, "wrap"):
+				overflow = bitmap.Wrap
+			case eq(w, "sat"):
+				overflow = bitmap.Sat
+			case eq(w, "fail"):
+				overflow = bitmap.Fail
+			default:
+				c.err("ERR Invalid OVERFLOW type specified")
+				return nil, false, 0, false
+			}
+			continue
+		default:
+			c.errSyntax()
+			return nil, false, 0, false
+		}
+		if op.signed, op.bits, ok = parseBitfieldType(c, args[j+1]); !ok {
+			return nil, false, 0, false
+		}
+		if op.off, ok = parseBitOffset(c, args[j+2], op.bits); !ok {
+			return nil, false, 0, false
+		}
+		if op.kind != 'g' {
+			readonly = false
+			need = max(need, (op.off+uint64(op.bits)-1)>>3+1)
+			if op.arg, ok = parseInt(args[j+3]); !ok {
+				c.errNotInteger()
+				return nil, false, 0, false
+			}
+			j++
+		}
+		op.overflow = overflow
+		ops = append(ops, op)
+		j += 2
+	}
+	return ops, readonly, need, true
+}
+
+// compute is a SET or INCRBY on the bits p holds: the field's old and new
+// value (as raw bits), the reply (old for SET, new for INCRBY) and whether
+// it overflowed.
+func (op *bitfieldOp) compute(p []byte) (old, nv, reply uint64, over bool) {
+	if op.signed {
+		o := bitmap.GetSigned(p, op.off, op.bits)
+		var n int64
+		if op.kind == 'i' {
+			n, over = bitmap.Signed(o, op.arg, op.bits, op.overflow)
+			reply = uint64(n)
+		} else {
+			n, over = bitmap.Signed(op.arg, 0, op.bits, op.overflow)
+			reply = uint64(o)
+		}
+		return uint64(o), uint64(n), reply, over
+	}
+	old = bitmap.GetUnsigned(p, op.off, op.bits)
+	if op.kind == 'i' {
+		nv, over = bitmap.Unsigned(old, op.arg, op.bits, op.overflow)
+		reply = nv
+	} else {
+		nv, over = bitmap.Unsigned(uint64(op.arg), 0, op.bits, op.overflow)
+		reply = old
+	}
+	return old, nv, reply, over
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -39,6 +40,66 @@ type configParam struct {
 
 func configParams() map[string]configParam {
 	m := map[string]configParam{
+		"requirepass": {
+			get: func(s *Server) string { return s.cfg.requirePass() },
+			set: func(s *Server, v string) error {
+				s.cfg.mu.Lock()
+				s.cfg.pass = v
+				s.cfg.mu.Unlock()
+				s.acl.users.SetDefaultPassword(v) // requirepass is the default user's password
+				return nil
+			},
+		},
+		"databases": {get: func(s *Server) string { return strconv.Itoa(s.store.DBNum()) }},
+		"port":      {get: func(s *Server) string { return strconv.Itoa(s.port) }},
+		"protected-mode": {
+			get: func(s *Server) string { return yesNo(s.cfg.protectedMode.Load()) },
+			set: func(s *Server, v string) error {
+				b, err := parseYesNo(v)
+				if err == nil {
+					s.cfg.protectedMode.Store(b)
+				}
+				return err
+			},
+		},
+		"proto-max-bulk-len": {
+			get: func(s *Server) string { return strconv.FormatInt(s.cfg.protoMaxBulkLen.Load(), 10) },
+			set: func(s *Server, v string) error {
+				n, err := ParseMemory(v)
+				if err != nil || n < 1024*1024 {
+					return errors.New("argument must be a memory value")
+				}
+				s.cfg.protoMaxBulkLen.Store(n)
+				return nil
+			},
+		},
+		"client-output-buffer-limit": outLimitParam(),
+		"timeout":                    {get: func(s *Server) string { return "0" }},
+	}
+	memoryParams(m)
+	persistenceParams(m)
+	limitParams(m)
+	protectedParams(m)
+	maxClientsParam(m)
+	watchdogParam(m)
+	keySaveDelayParam(m)
+	dbDirsParam(m) // dbdirs.go
+	aofParams(m)
+	scriptingParams(m)
+	aclParams(m)
+	unixSocketParams(m)
+	tlsParams(m)
+	notifyParams(m)
+	lfuParams(m)
+	observeParams(m)
+	trackingParams(m)
+	masterAuthParams(m)
+	return m
+}
+
+// memoryParams are maxmemory and its eviction policy.
+func memoryParams(m map[string]configParam) {
+	maps.Copy(m, map[string]configParam{
 		"maxmemory": {
 			get: func(s *Server) string { return strconv.FormatInt(s.cfg.maxMemory.Load(), 10) },
 			set: func(s *Server, v string) error {
@@ -55,16 +116,33 @@ func configParams() map[string]configParam {
 				return nil
 			},
 		},
-		"requirepass": {
-			get: func(s *Server) string { return s.cfg.requirePass() },
+		"maxmemory-policy": {
+			get: func(s *Server) string { return evictionPolicy(s.evict.policy.Load()).String() },
 			set: func(s *Server, v string) error {
-				s.cfg.mu.Lock()
-				s.cfg.pass = v
-				s.cfg.mu.Unlock()
-				s.acl.users.SetDefaultPassword(v) // requirepass is the default user's password
+				p, err := parsePolicy(v)
+				if err == nil {
+					s.setPolicy(p)
+				}
+				return err
+			},
+		},
+		"maxmemory-samples": {
+			get: func(s *Server) string { return strconv.Itoa(int(s.evict.samples.Load())) },
+			set: func(s *Server, v string) error {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 || n > 64 {
+					return errors.New("argument must be between 1 and 64 inclusive")
+				}
+				s.evict.samples.Store(int32(n))
 				return nil
 			},
 		},
+	})
+}
+
+// persistenceParams are where and how often snapshots are written.
+func persistenceParams(m map[string]configParam) {
+	maps.Copy(m, map[string]configParam{
 		"dir": {
 			get: func(s *Server) string { s.cfg.mu.RLock(); defer s.cfg.mu.RUnlock(); return s.cfg.dir },
 			set: func(s *Server, v string) error {
@@ -101,8 +179,6 @@ func configParams() map[string]configParam {
 				return nil
 			},
 		},
-		"databases": {get: func(s *Server) string { return strconv.Itoa(s.store.DBNum()) }},
-		"port":      {get: func(s *Server) string { return strconv.Itoa(s.port) }},
 		"rdbcompression": {
 			get: func(s *Server) string { return yesNo(s.cfg.rdbCompression.Load()) },
 			set: func(s *Server, v string) error {
@@ -111,27 +187,6 @@ func configParams() map[string]configParam {
 					s.cfg.rdbCompression.Store(b)
 				}
 				return err
-			},
-		},
-		"protected-mode": {
-			get: func(s *Server) string { return yesNo(s.cfg.protectedMode.Load()) },
-			set: func(s *Server, v string) error {
-				b, err := parseYesNo(v)
-				if err == nil {
-					s.cfg.protectedMode.Store(b)
-				}
-				return err
-			},
-		},
-		"proto-max-bulk-len": {
-			get: func(s *Server) string { return strconv.FormatInt(s.cfg.protoMaxBulkLen.Load(), 10) },
-			set: func(s *Server, v string) error {
-				n, err := ParseMemory(v)
-				if err != nil || n < 1024*1024 {
-					return errors.New("argument must be a memory value")
-				}
-				s.cfg.protoMaxBulkLen.Store(n)
-				return nil
 			},
 		},
 		"stop-writes-on-bgsave-error": {
@@ -144,47 +199,7 @@ func configParams() map[string]configParam {
 				return err
 			},
 		},
-		"client-output-buffer-limit": outLimitParam(),
-		"maxmemory-policy": {
-			get: func(s *Server) string { return evictionPolicy(s.evict.policy.Load()).String() },
-			set: func(s *Server, v string) error {
-				p, err := parsePolicy(v)
-				if err == nil {
-					s.setPolicy(p)
-				}
-				return err
-			},
-		},
-		"maxmemory-samples": {
-			get: func(s *Server) string { return strconv.Itoa(int(s.evict.samples.Load())) },
-			set: func(s *Server, v string) error {
-				n, err := strconv.Atoi(v)
-				if err != nil || n < 1 || n > 64 {
-					return errors.New("argument must be between 1 and 64 inclusive")
-				}
-				s.evict.samples.Store(int32(n))
-				return nil
-			},
-		},
-		"timeout": {get: func(s *Server) string { return "0" }},
-	}
-	limitParams(m)
-	protectedParams(m)
-	maxClientsParam(m)
-	watchdogParam(m)
-	keySaveDelayParam(m)
-	dbDirsParam(m) // dbdirs.go
-	aofParams(m)
-	scriptingParams(m)
-	aclParams(m)
-	unixSocketParams(m)
-	tlsParams(m)
-	notifyParams(m)
-	lfuParams(m)
-	observeParams(m)
-	trackingParams(m)
-	masterAuthParams(m)
-	return m
+	})
 }
 
 // limitParams are the collection encoding thresholds (types.Limits), under

@@ -491,36 +491,66 @@ const (
 // set, 0 when FNX/FXX stopped it. Replicated with PXAT (absolute ms), or
 // as HDELs when the deadline is already past.
 func cmdHSetEx(c *Client, args [][]byte) {
-	flags := 0
-	var at int64
-	atPos, first, count := -1, -1, 0
-	for i := 2; i < len(args) && first < 0; i++ {
+	o, ok := parseHSetEx(c, args)
+	if !ok {
+		return
+	}
+	sh, h := c.lockKey(args[1])
+	defer c.unlockKey(sh)
+	e, found, bad := c.getColl(sh, h, args[1], shard.TypeHash)
+	if bad {
+		return
+	}
+	if !o.conditionHolds(e, found, args) {
+		c.int(0)
+		return
+	}
+	e, hs, w, _ := c.writeHash(sh, h, args[1], true)
+	dels := o.setFields(c, hs, w, args)
+	d := sh.DB(c.db)
+	o.propagate(c, d, args, dels)
+	c.int(1)
+	c.notify(kseHash, "hset", args[1])
+	switch {
+	case len(dels) > 0:
+		c.notify(kseHash, "hdel", args[1])
+	case o.flags&hsxAt != 0:
+		c.notify(kseHash, "hexpire", args[1])
+	}
+	if hs.Len() == 0 {
+		d.Delete(&e)
+		c.notify(kseGeneric, "del", args[1])
+	}
+}
+
+// hsetexOptions is a parsed HSETEX: the hsx flags, the deadline (absolute
+// ms) and where it was given, and the field/value pairs' place in args.
+type hsetexOptions struct {
+	flags        int
+	at           int64
+	atPos        int // index of the deadline argument, -1 without one
+	first, count int // args[first:] holds count field/value pairs
+}
+
+// parseHSetEx parses HSETEX's options up to FIELDS, answering the first
+// error as Redis does.
+func parseHSetEx(c *Client, args [][]byte) (hsetexOptions, bool) {
+	o := hsetexOptions{atPos: -1, first: -1}
+	for i := 2; i < len(args) && o.first < 0; i++ {
 		a := args[i]
 		switch {
 		case eq(a, "fields"):
-			if i >= len(args)-3 {
-				c.err("ERR wrong number of arguments for '" + lower(args[0]) + "' command")
-				return
+			if !o.parseFields(c, args, i) {
+				return o, false
 			}
-			n, ok := parseInt(args[i+1])
-			if !ok || n < 1 || n > math.MaxInt32 {
-				c.err("ERR invalid number of fields")
-				return
-			}
-			rem := len(args) - i - 2
-			if rem%2 != 0 || n != int64(rem/2) {
-				c.err("ERR wrong number of arguments for '" + lower(args[0]) + "' command")
-				return
-			}
-			first, count = i+2, int(n)
 		case eq(a, "ex"), eq(a, "px"), eq(a, "exat"), eq(a, "pxat"):
-			if flags&(hsxAt|hsxKeepTTL) != 0 {
+			if o.flags&(hsxAt|hsxKeepTTL) != 0 {
 				c.err("ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified")
-				return
+				return o, false
 			}
 			if i >= len(args)-1 {
 				c.err("ERR missing expire time")
-				return
+				return o, false
 			}
 			unit, base := int64(1), int64(0)
 			if eq(a, "ex") || eq(a, "exat") {
@@ -531,83 +561,112 @@ func cmdHSetEx(c *Client, args [][]byte) {
 			}
 			i++
 			var ok bool
-			if at, ok = hfeParseTime(c, args[0], args[i], unit, base); !ok {
-				return
+			if o.at, ok = hfeParseTime(c, args[0], args[i], unit, base); !ok {
+				return o, false
 			}
-			flags |= hsxAt
-			atPos = i
+			o.flags |= hsxAt
+			o.atPos = i
 		case eq(a, "keepttl"):
-			if flags&(hsxAt|hsxKeepTTL) != 0 {
+			if o.flags&(hsxAt|hsxKeepTTL) != 0 {
 				c.err("ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified")
-				return
+				return o, false
 			}
-			flags |= hsxKeepTTL
+			o.flags |= hsxKeepTTL
 		case eq(a, "fxx"), eq(a, "fnx"):
-			if flags&(hsxFNX|hsxFXX) != 0 {
+			if o.flags&(hsxFNX|hsxFXX) != 0 {
 				c.err("ERR Only one of FXX or FNX arguments can be specified")
-				return
+				return o, false
 			}
 			if eq(a, "fxx") {
-				flags |= hsxFXX
+				o.flags |= hsxFXX
 			} else {
-				flags |= hsxFNX
+				o.flags |= hsxFNX
 			}
 		default:
 			c.err("ERR unknown argument: " + string(a))
-			return
+			return o, false
 		}
 	}
-	if first < 0 {
+	if o.first < 0 {
 		// Every argument was an option: Redis asserts here; answer as a
 		// missing FIELDS would be.
 		c.err("ERR wrong number of arguments for '" + lower(args[0]) + "' command")
-		return
+		return o, false
 	}
-	sh, h := c.lockKey(args[1])
-	defer c.unlockKey(sh)
-	e, found, bad := c.getColl(sh, h, args[1], shard.TypeHash)
-	if bad {
-		return
+	return o, true
+}
+
+// parseFields checks FIELDS numfields at args[i] against the pairs that
+// follow it.
+func (o *hsetexOptions) parseFields(c *Client, args [][]byte, i int) bool {
+	if i >= len(args)-3 {
+		c.err("ERR wrong number of arguments for '" + lower(args[0]) + "' command")
+		return false
 	}
-	if !found && flags&hsxFXX != 0 {
-		c.int(0)
-		return
+	n, ok := parseInt(args[i+1])
+	if !ok || n < 1 || n > math.MaxInt32 {
+		c.err("ERR invalid number of fields")
+		return false
 	}
-	if flags&(hsxFNX|hsxFXX) != 0 && found {
+	rem := len(args) - i - 2
+	if rem%2 != 0 || n != int64(rem/2) {
+		c.err("ERR wrong number of arguments for '" + lower(args[0]) + "' command")
+		return false
+	}
+	o.first, o.count = i+2, int(n)
+	return true
+}
+
+// conditionHolds reports whether FNX/FXX let the command set the fields
+// of the hash e (found: it exists).
+func (o *hsetexOptions) conditionHolds(e shard.Entry, found bool, args [][]byte) bool {
+	if !found && o.flags&hsxFXX != 0 {
+		return false
+	}
+	if o.flags&(hsxFNX|hsxFXX) != 0 && found {
 		hs := e.Obj().(*types.Hash)
 		n := 0
-		for i := 0; i < count; i++ {
-			if hs.Exists(args[first+2*i]) {
+		for i := 0; i < o.count; i++ {
+			if hs.Exists(args[o.first+2*i]) {
 				n++
 			}
 		}
-		if (flags&hsxFNX != 0 && n > 0) || (flags&hsxFXX != 0 && n != count) {
-			c.int(0)
-			return
+		if (o.flags&hsxFNX != 0 && n > 0) || (o.flags&hsxFXX != 0 && n != o.count) {
+			return false
 		}
 	}
-	e, hs, w, _ := c.writeHash(sh, h, args[1], true)
+	return true
+}
+
+// setFields sets the pairs and their deadline; a deadline already past
+// deletes the fields (except on a replica, which waits for the primary's
+// HDEL), and those are returned.
+func (o *hsetexOptions) setFields(c *Client, hs *types.Hash, w types.W, args [][]byte) (dels [][]byte) {
 	lim := c.lim()
 	t := now()
-	var dels [][]byte
-	for i := 0; i < count; i++ {
-		f, v := args[first+2*i], args[first+2*i+1]
-		if flags&(hsxAt|hsxKeepTTL) != 0 {
+	for i := 0; i < o.count; i++ {
+		f, v := args[o.first+2*i], args[o.first+2*i+1]
+		if o.flags&(hsxAt|hsxKeepTTL) != 0 {
 			hs.SetKeepTTL(w, f, v, lim)
 		} else {
 			hs.Set(w, f, v, lim)
 		}
-		if flags&hsxAt == 0 {
+		if o.flags&hsxAt == 0 {
 			continue
 		}
-		if at <= t && !c.fromPrimary {
+		if o.at <= t && !c.fromPrimary {
 			hs.Delete(w, f)
 			dels = append(dels, f)
 			continue
 		}
-		hs.SetFieldExpireAt(w, f, at)
+		hs.SetFieldExpireAt(w, f, o.at)
 	}
-	d := sh.DB(c.db)
+	return dels
+}
+
+// propagate replicates the command with its deadline as PXAT, or the
+// deleted fields as HDELs.
+func (o *hsetexOptions) propagate(c *Client, d *shard.DB, args [][]byte, dels [][]byte) {
 	switch {
 	case len(dels) > 0:
 		// The fields are gone: replicate their deletion, not the command.
@@ -616,24 +675,12 @@ func cmdHSetEx(c *Client, args [][]byte) {
 			prop = append(prop, [][]byte{[]byte("HDEL"), args[1], f})
 		}
 		c.rewriteMany(prop)
-	case flags&hsxAt != 0:
+	case o.flags&hsxAt != 0:
 		d.NoteFieldTTL(args[1])
 		p := append([][]byte(nil), args...)
-		p[atPos-1] = []byte("PXAT")
-		p[atPos] = strconv.AppendInt(nil, at, 10)
+		p[o.atPos-1] = []byte("PXAT")
+		p[o.atPos] = strconv.AppendInt(nil, o.at, 10)
 		c.rewrite(p...)
-	}
-	c.int(1)
-	c.notify(kseHash, "hset", args[1])
-	switch {
-	case len(dels) > 0:
-		c.notify(kseHash, "hdel", args[1])
-	case flags&hsxAt != 0:
-		c.notify(kseHash, "hexpire", args[1])
-	}
-	if hs.Len() == 0 {
-		d.Delete(&e)
-		c.notify(kseGeneric, "del", args[1])
 	}
 }
 

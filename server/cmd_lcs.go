@@ -29,39 +29,89 @@ func cmdLCS(c *Client, args [][]byte) {
 		}
 		strs[i] = e.Str()
 	}
-	a, b := strs[0], strs[1]
-	getLen, getIdx, withLen := false, false, false
-	minLen := int64(0)
-	for j := 3; j < len(args); j++ {
-		switch o := args[j]; {
-		case eq(o, "idx"):
-			getIdx = true
-		case eq(o, "len"):
-			getLen = true
-		case eq(o, "withmatchlen"):
-			withLen = true
-		case eq(o, "minmatchlen") && j+1 < len(args):
-			n, ok := parseInt(args[j+1])
-			if !ok {
-				c.errNotInteger()
-				return
-			}
-			minLen = max(n, 0)
-			j++
-		default:
-			c.errSyntax()
-			return
-		}
-	}
-	if getLen && getIdx {
-		c.err("ERR If you want both the length and indexes, please just use IDX.")
+	o, ok := parseLCSOptions(c, args)
+	if !ok {
 		return
 	}
-	alen, blen := len(a), len(b)
-	if int64(alen+1)*int64(blen+1)*4 > maxStringBytes {
+	a, b := strs[0], strs[1]
+	if int64(len(a)+1)*int64(len(b)+1)*4 > maxStringBytes {
 		c.err("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len")
 		return
 	}
+	tab := lcsTable(a, b)
+	total := tab[len(tab)-1]
+	if o.getLen {
+		c.int(int64(total))
+		return
+	}
+	result, matches := lcsWalk(a, b, tab, o.minLen)
+	if !o.getIdx {
+		c.bulk(result)
+		return
+	}
+	c.mapHeader(2)
+	c.bulkString("matches")
+	c.array(len(matches))
+	for _, m := range matches {
+		if o.withLen {
+			c.array(3)
+		} else {
+			c.array(2)
+		}
+		c.array(2)
+		c.int(int64(m.a0))
+		c.int(int64(m.a1))
+		c.array(2)
+		c.int(int64(m.b0))
+		c.int(int64(m.b1))
+		if o.withLen {
+			c.int(int64(m.a1 - m.a0 + 1))
+		}
+	}
+	c.bulkString("len")
+	c.int(int64(total))
+}
+
+// lcsOptions are LCS's LEN, IDX, MINMATCHLEN and WITHMATCHLEN.
+type lcsOptions struct {
+	getLen, getIdx, withLen bool
+	minLen                  int64
+}
+
+func parseLCSOptions(c *Client, args [][]byte) (o lcsOptions, ok bool) {
+	for j := 3; j < len(args); j++ {
+		switch a := args[j]; {
+		case eq(a, "idx"):
+			o.getIdx = true
+		case eq(a, "len"):
+			o.getLen = true
+		case eq(a, "withmatchlen"):
+			o.withLen = true
+		case eq(a, "minmatchlen") && j+1 < len(args):
+			n, ok := parseInt(args[j+1])
+			if !ok {
+				c.errNotInteger()
+				return o, false
+			}
+			o.minLen = max(n, 0)
+			j++
+		default:
+			c.errSyntax()
+			return o, false
+		}
+	}
+	if o.getLen && o.getIdx {
+		c.err("ERR If you want both the length and indexes, please just use IDX.")
+		return o, false
+	}
+	return o, true
+}
+
+// lcsTable is the dynamic programme's table, (len(a)+1) rows of
+// len(b)+1: cell [i][j] is the LCS length of a[:i] and b[:j], so the last
+// cell is the whole LCS's.
+func lcsTable(a, b []byte) []uint32 {
+	alen, blen := len(a), len(b)
 	w := blen + 1
 	tab := make([]uint32, (alen+1)*w)
 	for i := 1; i <= alen; i++ {
@@ -73,14 +123,19 @@ func cmdLCS(c *Client, args [][]byte) {
 			}
 		}
 	}
+	return tab
+}
+
+// lcsMatch is one common run: a[a0..a1] equals b[b0..b1] (inclusive).
+type lcsMatch struct{ a0, a1, b0, b1 int }
+
+// lcsWalk walks tab back from the end as Redis does: the LCS itself and
+// its runs of at least minLen bytes (0: all), last run first.
+func lcsWalk(a, b []byte, tab []uint32, minLen int64) (result []byte, matches []lcsMatch) {
+	alen, blen := len(a), len(b)
+	w := blen + 1
 	total := tab[alen*w+blen]
-	if getLen {
-		c.int(int64(total))
-		return
-	}
-	result := make([]byte, total)
-	type match struct{ a0, a1, b0, b1 int }
-	var matches []match
+	result = make([]byte, total)
 	idx := int(total)
 	const unset = -1
 	as, ae, bs, be := unset, 0, 0, 0
@@ -114,34 +169,10 @@ func cmdLCS(c *Client, args [][]byte) {
 		}
 		if emit {
 			if n := ae - as + 1; minLen == 0 || int64(n) >= minLen {
-				matches = append(matches, match{as, ae, bs, be})
+				matches = append(matches, lcsMatch{as, ae, bs, be})
 			}
 			as = unset
 		}
 	}
-	if !getIdx {
-		c.bulk(result)
-		return
-	}
-	c.mapHeader(2)
-	c.bulkString("matches")
-	c.array(len(matches))
-	for _, m := range matches {
-		if withLen {
-			c.array(3)
-		} else {
-			c.array(2)
-		}
-		c.array(2)
-		c.int(int64(m.a0))
-		c.int(int64(m.a1))
-		c.array(2)
-		c.int(int64(m.b0))
-		c.int(int64(m.b1))
-		if withLen {
-			c.int(int64(m.a1 - m.a0 + 1))
-		}
-	}
-	c.bulkString("len")
-	c.int(int64(total))
+	return result, matches
 }

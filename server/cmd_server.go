@@ -379,58 +379,17 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 		b.WriteString("# " + name + "\r\n")
 	}
 	field := func(k string, v any) { fmt.Fprintf(&b, "%s:%v\r\n", k, v) }
-	uptime := int64(time.Since(s.started).Seconds())
 	if want("server") {
 		section("Server")
-		field("redis_version", RedisVersion)
-		field("damselfly_version", Version)
-		field("redis_mode", s.redisMode())
-		field("os", runtime.GOOS+" "+runtime.GOARCH)
-		field("arch_bits", 64)
-		field("multiplexing_api", s.multiplexingAPI())
-		field("go_version", runtime.Version())
-		field("process_id", os.Getpid())
-		field("run_id", s.runID)
-		field("tcp_port", s.port)
-		field("server_time_usec", time.Now().UnixMicro())
-		field("uptime_in_seconds", uptime)
-		field("uptime_in_days", uptime/86400)
-		field("hz", 10)
-		field("executable", executable())
-		field("config_file", s.confFile) // conffile.go
-		field("shards", len(s.store.Shards()))
-		s.infoExporterFields("server", c, field) // info_exporter.go
+		s.infoServer(c, field)
 	}
 	if want("clients") {
 		section("Clients")
-		s.clientsMu.Lock()
-		n := len(s.clients)
-		s.clientsMu.Unlock()
-		field("connected_clients", n)
-		field("maxclients", s.limitsConn.max.Load())
-		field("blocked_clients", s.blockedClients())
-		s.infoExporterFields("clients", c, field)
-		field("tracking_clients", s.track.users.Load()) // tracking.go
+		s.infoClients(c, field)
 	}
 	if want("memory") {
 		section("Memory")
-		used := s.usedMemory(c)
-		field("used_memory", used)
-		field("used_memory_human", humanBytes(used))
-		field("used_memory_rss", rss())
-		field("used_memory_rss_human", humanBytes(rss()))
-		field("used_memory_dataset", s.datasetMemory(c))
-		max := s.cfg.maxMemory.Load()
-		field("maxmemory", max)
-		field("maxmemory_human", humanBytes(max))
-		field("maxmemory_policy", evictionPolicy(s.evict.policy.Load()).String())
-		s.infoScripting(field) // script.go
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		field("go_heap_alloc", ms.HeapAlloc)
-		field("go_gc_cycles", ms.NumGC)
-		field("go_gc_pause_total_ns", ms.PauseTotalNs)
-		s.infoExporterFields("memory", c, field)
+		s.infoMemory(c, field)
 	}
 	if want("persistence") {
 		section("Persistence")
@@ -438,33 +397,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 	}
 	if want("stats") {
 		section("Stats")
-		field("total_connections_received", s.stats.connections.Load())
-		field("total_commands_processed", s.totalCommands())
-		s.infoNetStats(field) // netstats.go
-		field("rejected_connections", s.stats.rejected.Load())
-		field("client_output_buffer_limit_disconnections", s.stats.outputLimitDisconnects.Load()) // Redis 7.2's name
-		s.watchdogInfo(field)
-		var expired int64
-		for _, sh := range s.store.Shards() {
-			c.lockShard(sh)
-			expired += sh.ExpiredKeys()
-			c.unlockShard(sh)
-		}
-		field("expired_keys", expired)
-		s.infoExpiredSubkeys(c, field) // cmd_hash_ttl.go
-		field("evicted_keys", s.evict.evicted.Load())
-		full, pok, perr := s.repl.SyncStats()
-		field("sync_full", full)
-		field("sync_partial_ok", pok)
-		field("sync_partial_err", perr)
-		field("keyspace_hits", s.stats.keyHits.Load())
-		field("keyspace_misses", s.stats.keyMisses.Load())
-		chans, pats := s.pubsubCounts()
-		field("pubsub_channels", chans)
-		field("pubsub_patterns", pats)
-		field("total_error_replies", s.obs.errTotal.Load())
-		s.infoExporterFields("stats", c, field)
-		s.infoTrackingStats(field) // tracking.go
+		s.infoStats(c, field)
 	}
 	if want("replication") {
 		section("Replication")
@@ -472,11 +405,7 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 	}
 	if want("cpu") {
 		section("CPU")
-		var ru syscall.Rusage
-		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		field("used_cpu_sys", fmt.Sprintf("%.6f", float64(ru.Stime.Sec)+float64(ru.Stime.Usec)/1e6))
-		field("used_cpu_user", fmt.Sprintf("%.6f", float64(ru.Utime.Sec)+float64(ru.Utime.Usec)/1e6))
-		s.infoExporterFields("cpu", c, field)
+		s.infoCPU(c, field)
 	}
 	if wantExtra("commandstats") {
 		section("Commandstats")
@@ -496,22 +425,119 @@ func (s *Server) infoText(c *Client, sections map[string]bool) string {
 	}
 	if want("keyspace") {
 		section("Keyspace")
-		for db := 0; db < s.store.DBNum(); db++ {
-			var keys, expires int64
-			for _, sh := range s.store.Shards() {
-				c.lockShard(sh)
-				if d := sh.PeekDB(db); d != nil {
-					keys += int64(d.Len())
-					expires += int64(d.ExpiresLen())
-				}
-				c.unlockShard(sh)
-			}
-			if keys > 0 {
-				fmt.Fprintf(&b, "db%d:keys=%d,expires=%d,avg_ttl=0\r\n", db, keys, expires)
-			}
-		}
+		s.infoKeyspace(c, &b)
 	}
 	return b.String()
+}
+
+func (s *Server) infoServer(c *Client, field func(string, any)) {
+	uptime := int64(time.Since(s.started).Seconds())
+	field("redis_version", RedisVersion)
+	field("damselfly_version", Version)
+	field("redis_mode", s.redisMode())
+	field("os", runtime.GOOS+" "+runtime.GOARCH)
+	field("arch_bits", 64)
+	field("multiplexing_api", s.multiplexingAPI())
+	field("go_version", runtime.Version())
+	field("process_id", os.Getpid())
+	field("run_id", s.runID)
+	field("tcp_port", s.port)
+	field("server_time_usec", time.Now().UnixMicro())
+	field("uptime_in_seconds", uptime)
+	field("uptime_in_days", uptime/86400)
+	field("hz", 10)
+	field("executable", executable())
+	field("config_file", s.confFile) // conffile.go
+	field("shards", len(s.store.Shards()))
+	s.infoExporterFields("server", c, field) // info_exporter.go
+}
+
+func (s *Server) infoClients(c *Client, field func(string, any)) {
+	s.clientsMu.Lock()
+	n := len(s.clients)
+	s.clientsMu.Unlock()
+	field("connected_clients", n)
+	field("maxclients", s.limitsConn.max.Load())
+	field("blocked_clients", s.blockedClients())
+	s.infoExporterFields("clients", c, field)
+	field("tracking_clients", s.track.users.Load()) // tracking.go
+}
+
+func (s *Server) infoMemory(c *Client, field func(string, any)) {
+	used := s.usedMemory(c)
+	field("used_memory", used)
+	field("used_memory_human", humanBytes(used))
+	field("used_memory_rss", rss())
+	field("used_memory_rss_human", humanBytes(rss()))
+	field("used_memory_dataset", s.datasetMemory(c))
+	max := s.cfg.maxMemory.Load()
+	field("maxmemory", max)
+	field("maxmemory_human", humanBytes(max))
+	field("maxmemory_policy", evictionPolicy(s.evict.policy.Load()).String())
+	s.infoScripting(field) // script.go
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	field("go_heap_alloc", ms.HeapAlloc)
+	field("go_gc_cycles", ms.NumGC)
+	field("go_gc_pause_total_ns", ms.PauseTotalNs)
+	s.infoExporterFields("memory", c, field)
+}
+
+func (s *Server) infoStats(c *Client, field func(string, any)) {
+	field("total_connections_received", s.stats.connections.Load())
+	field("total_commands_processed", s.totalCommands())
+	s.infoNetStats(field) // netstats.go
+	field("rejected_connections", s.stats.rejected.Load())
+	field("client_output_buffer_limit_disconnections", s.stats.outputLimitDisconnects.Load()) // Redis 7.2's name
+	s.watchdogInfo(field)
+	var expired int64
+	for _, sh := range s.store.Shards() {
+		c.lockShard(sh)
+		expired += sh.ExpiredKeys()
+		c.unlockShard(sh)
+	}
+	field("expired_keys", expired)
+	s.infoExpiredSubkeys(c, field) // cmd_hash_ttl.go
+	field("evicted_keys", s.evict.evicted.Load())
+	full, pok, perr := s.repl.SyncStats()
+	field("sync_full", full)
+	field("sync_partial_ok", pok)
+	field("sync_partial_err", perr)
+	field("keyspace_hits", s.stats.keyHits.Load())
+	field("keyspace_misses", s.stats.keyMisses.Load())
+	chans, pats := s.pubsubCounts()
+	field("pubsub_channels", chans)
+	field("pubsub_patterns", pats)
+	field("total_error_replies", s.obs.errTotal.Load())
+	s.infoExporterFields("stats", c, field)
+	s.infoTrackingStats(field) // tracking.go
+}
+
+func (s *Server) infoCPU(c *Client, field func(string, any)) {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	field("used_cpu_sys", fmt.Sprintf("%.6f", float64(ru.Stime.Sec)+float64(ru.Stime.Usec)/1e6))
+	field("used_cpu_user", fmt.Sprintf("%.6f", float64(ru.Utime.Sec)+float64(ru.Utime.Usec)/1e6))
+	s.infoExporterFields("cpu", c, field)
+}
+
+// infoKeyspace writes a line per non-empty database, counting its keys
+// shard by shard.
+func (s *Server) infoKeyspace(c *Client, b *strings.Builder) {
+	for db := 0; db < s.store.DBNum(); db++ {
+		var keys, expires int64
+		for _, sh := range s.store.Shards() {
+			c.lockShard(sh)
+			if d := sh.PeekDB(db); d != nil {
+				keys += int64(d.Len())
+				expires += int64(d.ExpiresLen())
+			}
+			c.unlockShard(sh)
+		}
+		if keys > 0 {
+			fmt.Fprintf(b, "db%d:keys=%d,expires=%d,avg_ttl=0\r\n", db, keys, expires)
+		}
+	}
 }
 
 // usedMemory is what INFO reports as used_memory: Go heap in use plus the

@@ -397,28 +397,8 @@ func cmdXAdd(c *Client, args [][]byte) {
 		created = true
 	}
 	// Every check before the stream changes: a failed XADD is no write.
-	last := s.LastID()
-	if last == types.MaxStreamID {
-		c.err("ERR The stream has exhausted the last possible ID, unable to add more items")
-		return
-	}
-	var id types.StreamID
-	switch {
-	case !a.idGiven:
-		id, _ = s.NextID(uint64(now()))
-	case !a.seqGiven && last.Ms == a.id.Ms:
-		if last.Seq == math.MaxUint64 {
-			// Redis fails here without setting errno, so XADD reports the
-			// other error.
-			c.err("ERR " + types.ErrStreamTooBig.Error())
-			return
-		}
-		id = types.StreamID{Ms: last.Ms, Seq: last.Seq + 1}
-	default:
-		id = a.id
-	}
-	if !last.Less(id) {
-		c.err("ERR " + types.ErrStreamIDTooSmall.Error())
+	id, ok := xaddNextID(c, s, &a)
+	if !ok {
 		return
 	}
 	tot := 0
@@ -438,8 +418,46 @@ func cmdXAdd(c *Client, args [][]byte) {
 	}
 	c.streamID(id)
 	c.notify(kseStream, "xadd", key)
-	// The replicated form: the concrete ID, exact trimming. Built in the
-	// client's reusable buffers (the journal copies what it keeps).
+	c.xaddTrimAndRewrite(args, &a, s, w, id)
+	c.srv.signalStream(c.db, key)
+}
+
+// xaddNextID is the ID XADD gives the new entry (the next one, or the
+// given ID, completed with a sequence), checked to be above the stream's
+// last.
+func xaddNextID(c *Client, s *types.Stream, a *addTrimArgs) (types.StreamID, bool) {
+	last := s.LastID()
+	if last == types.MaxStreamID {
+		c.err("ERR The stream has exhausted the last possible ID, unable to add more items")
+		return types.StreamID{}, false
+	}
+	var id types.StreamID
+	switch {
+	case !a.idGiven:
+		id, _ = s.NextID(uint64(now()))
+	case !a.seqGiven && last.Ms == a.id.Ms:
+		if last.Seq == math.MaxUint64 {
+			// Redis fails here without setting errno, so XADD reports the
+			// other error.
+			c.err("ERR " + types.ErrStreamTooBig.Error())
+			return types.StreamID{}, false
+		}
+		id = types.StreamID{Ms: last.Ms, Seq: last.Seq + 1}
+	default:
+		id = a.id
+	}
+	if !last.Less(id) {
+		c.err("ERR " + types.ErrStreamIDTooSmall.Error())
+		return types.StreamID{}, false
+	}
+	return id, true
+}
+
+// xaddTrimAndRewrite trims the stream as XADD asked and sets the
+// replicated form: the concrete ID, exact trimming. It is built in the
+// client's reusable buffers (the journal copies what it keeps).
+func (c *Client) xaddTrimAndRewrite(args [][]byte, a *addTrimArgs, s *types.Stream, w types.W, id types.StreamID) {
+	key := args[1]
 	rw := args
 	copied := false
 	cp := func() {
@@ -454,7 +472,7 @@ func cmdXAdd(c *Client, args [][]byte) {
 		}
 		if a.trim.Approx {
 			cp()
-			trimRewrite(rw, &a, s)
+			trimRewrite(rw, a, s)
 		}
 	}
 	if !a.idGiven || !a.seqGiven {
@@ -466,7 +484,6 @@ func cmdXAdd(c *Client, args [][]byte) {
 		c.rewrite(rw...)
 		c.rwArgs = rw[:0]
 	}
-	c.srv.signalStream(c.db, key)
 }
 
 func cmdXTrim(c *Client, args [][]byte) {

@@ -71,8 +71,64 @@ func cmdXGroup(c *Client, args [][]byte) {
 		c.helpReply(xgroupHelp)
 		return
 	}
-	mkstream := false
-	entriesRead := int64(types.SCGInvalidEntriesRead)
+	mkstream, entriesRead, ok := parseXGroupOptions(c, sub, args)
+	if !ok {
+		return
+	}
+	x := xgroupTarget{key: args[2], gname: args[3], entriesRead: entriesRead}
+	x.sh, x.h = c.lockKey(x.key)
+	defer c.unlockKey(x.sh)
+	var bad bool
+	if x.e, x.s, bad = c.streamAt(x.sh, x.h, x.key); bad {
+		return
+	}
+	if !mkstream {
+		if x.s == nil {
+			c.err("ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.")
+			return
+		}
+		x.g = x.s.Group(x.gname)
+		if x.g == nil && (sub == "setid" || sub == "createconsumer" || sub == "delconsumer") {
+			c.err("NOGROUP No such consumer group '" + string(x.gname) + "' for key name '" + string(x.key) + "'")
+			return
+		}
+	}
+	// Redis 7.0 invalidates WATCH only when CREATE ... MKSTREAM creates
+	// the key (Put does that); group changes are ModifyUnwatched.
+	if h := xgroupSubcommands[sub]; h != nil {
+		h(c, args, &x)
+	} else {
+		c.subcommandSyntaxError(args)
+	}
+}
+
+// xgroupSubcommands are the XGROUP subcommands that change a group,
+// called with the stream's shard locked.
+var xgroupSubcommands = map[string]func(c *Client, args [][]byte, x *xgroupTarget){
+	"create":         xgroupCreate,
+	"setid":          xgroupSetID,
+	"destroy":        xgroupDestroy,
+	"createconsumer": xgroupCreateConsumer,
+	"delconsumer":    xgroupDelConsumer,
+}
+
+// xgroupTarget is what an XGROUP subcommand works on: the locked shard,
+// the stream's entry (s nil when the key is missing) and the group (g nil
+// when it does not exist).
+type xgroupTarget struct {
+	sh          *shard.Shard
+	h           uint64
+	e           shard.Entry
+	s           *types.Stream
+	g           *types.StreamGroup
+	key, gname  []byte
+	entriesRead int64
+}
+
+// parseXGroupOptions parses CREATE's MKSTREAM and CREATE's or SETID's
+// ENTRIESREAD, which follow the id (args[5:]).
+func parseXGroupOptions(c *Client, sub string, args [][]byte) (mkstream bool, entriesRead int64, ok bool) {
+	entriesRead = types.SCGInvalidEntriesRead
 	for i := 5; i < len(args); {
 		switch {
 		case sub == "create" && eq(args[i], "mkstream"):
@@ -82,109 +138,115 @@ func cmdXGroup(c *Client, args [][]byte) {
 			n, ok := parseInt(args[i+1])
 			if !ok {
 				c.errNotInteger()
-				return
+				return false, 0, false
 			}
 			if n < 0 && n != types.SCGInvalidEntriesRead {
 				c.err("ERR value for ENTRIESREAD must be positive or -1")
-				return
+				return false, 0, false
 			}
 			entriesRead = n
 			i += 2
 		default:
 			c.subcommandSyntaxError(args)
-			return
+			return false, 0, false
 		}
 	}
-	key, gname := args[2], args[3]
-	sh, h := c.lockKey(key)
-	defer c.unlockKey(sh)
-	e, s, bad := c.streamAt(sh, h, key)
-	if bad {
+	return mkstream, entriesRead, true
+}
+
+// xgroupCreate is XGROUP CREATE key group id|$ [MKSTREAM] [ENTRIESREAD n].
+func xgroupCreate(c *Client, args [][]byte, x *xgroupTarget) {
+	if len(args) > 8 {
+		c.subcommandSyntaxError(args)
 		return
 	}
-	var g *types.StreamGroup
-	if !mkstream {
-		if s == nil {
-			c.err("ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.")
-			return
+	var id types.StreamID
+	if len(args[4]) == 1 && args[4][0] == '$' {
+		if x.s != nil {
+			id = x.s.LastID()
 		}
-		g = s.Group(gname)
-		if g == nil && (sub == "setid" || sub == "createconsumer" || sub == "delconsumer") {
-			c.err("NOGROUP No such consumer group '" + string(gname) + "' for key name '" + string(key) + "'")
+	} else {
+		var ok bool
+		if id, ok = c.streamIDArg(args[4], true); !ok {
 			return
 		}
 	}
-	// Redis 7.0 invalidates WATCH only when CREATE ... MKSTREAM creates
-	// the key (Put does that); group changes are ModifyUnwatched.
-	switch {
-	case sub == "create" && len(args) <= 8:
-		var id types.StreamID
-		if len(args[4]) == 1 && args[4][0] == '$' {
-			if s != nil {
-				id = s.LastID()
-			}
-		} else if id, ok = c.streamIDArg(args[4], true); !ok {
-			return
-		}
-		if s != nil && s.Group(gname) != nil {
-			c.err("BUSYGROUP Consumer Group name already exists")
-			return
-		}
-		var w types.W
-		if s == nil {
-			s, w = types.NewStream()
-			e = sh.DB(c.db).Put(h, key, shard.Value{Type: shard.TypeStream, Obj: s})
-		} else {
-			w = sh.DB(c.db).ModifyUnwatched(&e)
-		}
-		s.CreateGroup(w, gname, id, entriesRead)
-		c.notify(kseStream, "xgroup-create", key)
-		c.ok()
-	case sub == "setid" && (len(args) == 5 || len(args) == 7):
-		var id types.StreamID
-		if len(args[4]) == 1 && args[4][0] == '$' {
-			id = s.LastID()
-		} else if id, _, ok = parseStreamID(args[4], 0, false, false); !ok {
+	if x.s != nil && x.s.Group(x.gname) != nil {
+		c.err("BUSYGROUP Consumer Group name already exists")
+		return
+	}
+	var w types.W
+	if x.s == nil {
+		x.s, w = types.NewStream()
+		x.e = x.sh.DB(c.db).Put(x.h, x.key, shard.Value{Type: shard.TypeStream, Obj: x.s})
+	} else {
+		w = x.sh.DB(c.db).ModifyUnwatched(&x.e)
+	}
+	x.s.CreateGroup(w, x.gname, id, x.entriesRead)
+	c.notify(kseStream, "xgroup-create", x.key)
+	c.ok()
+}
+
+// xgroupSetID is XGROUP SETID key group id|$ [ENTRIESREAD n].
+func xgroupSetID(c *Client, args [][]byte, x *xgroupTarget) {
+	if len(args) != 5 && len(args) != 7 {
+		c.subcommandSyntaxError(args)
+		return
+	}
+	var id types.StreamID
+	if len(args[4]) == 1 && args[4][0] == '$' {
+		id = x.s.LastID()
+	} else {
+		var ok bool
+		if id, _, ok = parseStreamID(args[4], 0, false, false); !ok {
 			c.err(errInvalidStreamID)
 			return
 		}
-		w := sh.DB(c.db).ModifyUnwatched(&e)
-		g.SetLastID(w, id)
-		g.SetEntriesRead(w, entriesRead)
-		c.notify(kseStream, "xgroup-setid", key)
-		c.ok()
-	case sub == "destroy":
-		if g == nil {
-			c.int(0)
-			return
-		}
-		w := sh.DB(c.db).ModifyUnwatched(&e)
-		s.DeleteGroup(w, gname)
-		c.notify(kseStream, "xgroup-destroy", key)
-		c.int(1)
-		c.srv.signalStream(c.db, key) // blocked XREADGROUPs get NOGROUP
-	case sub == "createconsumer":
-		if g.Consumer(args[4]) != nil {
-			c.int(0)
-			return
-		}
-		w := sh.DB(c.db).ModifyUnwatched(&e)
-		t := now()
-		g.CreateConsumer(w, args[4], t, t)
-		c.notify(kseStream, "xgroup-createconsumer", key)
-		c.int(1)
-	case sub == "delconsumer":
-		if g.Consumer(args[4]) == nil {
-			c.int(0)
-			return
-		}
-		w := sh.DB(c.db).ModifyUnwatched(&e)
-		n, _ := g.DeleteConsumer(w, args[4])
-		c.notify(kseStream, "xgroup-delconsumer", key)
-		c.int(int64(n))
-	default:
-		c.subcommandSyntaxError(args)
 	}
+	w := x.sh.DB(c.db).ModifyUnwatched(&x.e)
+	x.g.SetLastID(w, id)
+	x.g.SetEntriesRead(w, x.entriesRead)
+	c.notify(kseStream, "xgroup-setid", x.key)
+	c.ok()
+}
+
+// xgroupDestroy is XGROUP DESTROY key group.
+func xgroupDestroy(c *Client, _ [][]byte, x *xgroupTarget) {
+	if x.g == nil {
+		c.int(0)
+		return
+	}
+	w := x.sh.DB(c.db).ModifyUnwatched(&x.e)
+	x.s.DeleteGroup(w, x.gname)
+	c.notify(kseStream, "xgroup-destroy", x.key)
+	c.int(1)
+	c.srv.signalStream(c.db, x.key) // blocked XREADGROUPs get NOGROUP
+}
+
+// xgroupCreateConsumer is XGROUP CREATECONSUMER key group consumer.
+func xgroupCreateConsumer(c *Client, args [][]byte, x *xgroupTarget) {
+	if x.g.Consumer(args[4]) != nil {
+		c.int(0)
+		return
+	}
+	w := x.sh.DB(c.db).ModifyUnwatched(&x.e)
+	t := now()
+	x.g.CreateConsumer(w, args[4], t, t)
+	c.notify(kseStream, "xgroup-createconsumer", x.key)
+	c.int(1)
+}
+
+// xgroupDelConsumer is XGROUP DELCONSUMER key group consumer: the number
+// of entries the consumer still had pending.
+func xgroupDelConsumer(c *Client, args [][]byte, x *xgroupTarget) {
+	if x.g.Consumer(args[4]) == nil {
+		c.int(0)
+		return
+	}
+	w := x.sh.DB(c.db).ModifyUnwatched(&x.e)
+	n, _ := x.g.DeleteConsumer(w, args[4])
+	c.notify(kseStream, "xgroup-delconsumer", x.key)
+	c.int(int64(n))
 }
 
 // --- XACK / XPENDING ----------------------------------------------------------
@@ -601,35 +663,9 @@ func (r *xclaimRun) claimer() *types.StreamConsumer {
 
 func cmdXAutoClaim(c *Client, args [][]byte) {
 	key, gname := args[1], args[2]
-	minIdle, ok := parseInt(args[4])
-	if !ok {
-		c.err("ERR Invalid min-idle-time argument for XAUTOCLAIM")
-		return
-	}
-	minIdle = max(minIdle, 0)
-	start, ok := c.intervalID(args[5], 0, true)
+	o, ok := parseXAutoClaim(c, args)
 	if !ok {
 		return
-	}
-	count := int64(100)
-	justID := false
-	for j := 6; j < len(args); j++ {
-		more := len(args) - 1 - j
-		switch {
-		case eq(args[j], "count") && more > 0:
-			n, ok := parseInt(args[j+1])
-			if !ok || n < 1 || n > math.MaxInt64/16 {
-				c.err("ERR COUNT must be > 0")
-				return
-			}
-			count = n
-			j++
-		case eq(args[j], "justid"):
-			justID = true
-		default:
-			c.errSyntax()
-			return
-		}
 	}
 	sh, h := c.lockKey(key)
 	defer c.unlockKey(sh)
@@ -637,35 +673,9 @@ func cmdXAutoClaim(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	// Collect the candidates first: claiming changes the PEL.
-	attempts := count * 10
-	type cand struct {
-		id      types.StreamID
-		exists  bool
-		claimed bool
-	}
-	var cands []cand
-	var next types.StreamID
 	t := now()
-	left := count
-	g.PendingAscend(start, func(p *types.PendingEntry, _ *types.StreamConsumer) bool {
-		if attempts == 0 || left == 0 {
-			next = p.ID()
-			return false
-		}
-		attempts--
-		if !s.Exists(p.ID()) {
-			cands = append(cands, cand{id: p.ID()})
-			left--
-			return true
-		}
-		if minIdle > 0 && t-p.DeliveryTime() < minIdle {
-			return true
-		}
-		cands = append(cands, cand{id: p.ID(), exists: true})
-		left--
-		return true
-	})
+	// Collect the candidates first: claiming changes the PEL.
+	cands, next := o.candidates(s, g, t)
 	var props [][][]byte
 	var w types.W
 	if len(cands) > 0 {
@@ -693,9 +703,9 @@ func cmdXAutoClaim(c *Client, args [][]byte) {
 				g.SetSeen(w, sc, t)
 			}
 		}
-		g.Deliver(w, sc, cd.id, t, !justID)
+		g.Deliver(w, sc, cd.id, t, !o.justID)
 		p = g.Pending(cd.id)
-		if justID {
+		if o.justID {
 			c.streamID(cd.id)
 		} else {
 			s.Range(cd.id, cd.id, false, func(id types.StreamID, fv [][]byte) bool { c.streamEntry(id, fv); return false })
@@ -709,6 +719,80 @@ func cmdXAutoClaim(c *Client, args [][]byte) {
 		c.streamID(id)
 	}
 	c.rewriteMany(props)
+}
+
+// xautoclaimOptions is a parsed XAUTOCLAIM key group consumer min-idle
+// start [COUNT n] [JUSTID].
+type xautoclaimOptions struct {
+	minIdle int64
+	start   types.StreamID
+	count   int64
+	justID  bool
+}
+
+func parseXAutoClaim(c *Client, args [][]byte) (o xautoclaimOptions, ok bool) {
+	if o.minIdle, ok = parseInt(args[4]); !ok {
+		c.err("ERR Invalid min-idle-time argument for XAUTOCLAIM")
+		return o, false
+	}
+	o.minIdle = max(o.minIdle, 0)
+	if o.start, ok = c.intervalID(args[5], 0, true); !ok {
+		return o, false
+	}
+	o.count = 100
+	for j := 6; j < len(args); j++ {
+		more := len(args) - 1 - j
+		switch {
+		case eq(args[j], "count") && more > 0:
+			n, ok := parseInt(args[j+1])
+			if !ok || n < 1 || n > math.MaxInt64/16 {
+				c.err("ERR COUNT must be > 0")
+				return o, false
+			}
+			o.count = n
+			j++
+		case eq(args[j], "justid"):
+			o.justID = true
+		default:
+			c.errSyntax()
+			return o, false
+		}
+	}
+	return o, true
+}
+
+// xautoclaimCandidate is a pending entry XAUTOCLAIM takes; exists is false
+// when its stream entry was deleted (it is acknowledged instead).
+type xautoclaimCandidate struct {
+	id     types.StreamID
+	exists bool
+}
+
+// candidates scans the group's PEL from start, looking at most 10*count
+// entries, for up to count entries idle for minIdle or deleted; next is
+// where the next call should start (0-0 when the scan reached the end).
+func (o *xautoclaimOptions) candidates(s *types.Stream, g *types.StreamGroup, t int64) (cands []xautoclaimCandidate, next types.StreamID) {
+	attempts := o.count * 10
+	left := o.count
+	g.PendingAscend(o.start, func(p *types.PendingEntry, _ *types.StreamConsumer) bool {
+		if attempts == 0 || left == 0 {
+			next = p.ID()
+			return false
+		}
+		attempts--
+		if !s.Exists(p.ID()) {
+			cands = append(cands, xautoclaimCandidate{id: p.ID()})
+			left--
+			return true
+		}
+		if o.minIdle > 0 && t-p.DeliveryTime() < o.minIdle {
+			return true
+		}
+		cands = append(cands, xautoclaimCandidate{id: p.ID(), exists: true})
+		left--
+		return true
+	})
+	return cands, next
 }
 
 // rewriteMany replaces the running command's replicated form by cmds (none:

@@ -95,31 +95,9 @@ done:
 // pairs are the score-member arguments.
 func zaddGeneric(c *Client, key []byte, pairs [][]byte, flags types.ZAddFlags, ch bool) {
 	incr := flags&types.ZAddIncr != 0
-	if len(pairs) == 0 || len(pairs)%2 != 0 {
-		c.errSyntax()
+	scores, ok := parseZAddScores(c, pairs, flags)
+	if !ok {
 		return
-	}
-	nx, xx, gt, lt := flags&types.ZAddNX != 0, flags&types.ZAddXX != 0, flags&types.ZAddGT != 0, flags&types.ZAddLT != 0
-	if nx && xx {
-		c.err("ERR " + types.ErrIncompatibleFlags.Error())
-		return
-	}
-	if (gt && nx) || (lt && nx) || (gt && lt) {
-		c.err("ERR " + types.ErrGTLTNX.Error())
-		return
-	}
-	if incr && len(pairs) > 2 {
-		c.err("ERR INCR option supports a single increment-element pair")
-		return
-	}
-	scores := make([]float64, len(pairs)/2)
-	for j := range scores {
-		f, ok := parseScore(pairs[2*j])
-		if !ok {
-			c.errNotFloat()
-			return
-		}
-		scores[j] = f
 	}
 	sh, h := c.lockKey(key)
 	defer c.unlockKey(sh)
@@ -127,13 +105,12 @@ func zaddGeneric(c *Client, key []byte, pairs [][]byte, flags types.ZAddFlags, c
 	if bad {
 		return
 	}
-	lim := c.lim()
 	var z *types.ZSet
 	var w types.W
 	if found {
 		z = e.Obj().(*types.ZSet)
 	} else {
-		if xx {
+		if flags&types.ZAddXX != 0 {
 			if incr {
 				c.null()
 			} else {
@@ -144,50 +121,17 @@ func zaddGeneric(c *Client, key []byte, pairs [][]byte, flags types.ZAddFlags, c
 		// Redis 7.0 sizes a new sorted set from its first member only
 		// and converts as it grows, so -0 scores pass through the
 		// listpack (and read back 0) even in a ZADD of 200 members.
-		z, w = types.NewZSetSized(1, len(pairs[1]), lim)
+		z, w = types.NewZSetSized(1, len(pairs[1]), c.lim())
 	}
-	added, updated, processed := 0, 0, 0
-	var score float64
-	modified := !found
-	for j, sc := range scores {
-		m := pairs[2*j+1]
-		cur, existed := z.Score(m)
-		if !modified && zaddChanges(existed, cur, sc, nx, xx, gt, lt, incr) {
-			// Modify before the first change (a snapshot keeps the old set).
-			w = sh.DB(c.db).Modify(&e)
-			modified = true
-		}
-		var newScore float64
-		var res types.ZAddResult
-		var err error
-		if modified {
-			newScore, res, err = z.Add(w, m, sc, flags, lim)
-		} else { // nothing changes: answer without the right to change
-			newScore, res, err = z.Plan(m, sc, flags)
-		}
-		if err != nil {
-			if !found && z.Len() > 0 {
-				c.putColl(sh, h, key, shard.TypeZSet, z)
-			}
-			c.err("ERR " + err.Error())
-			return
-		}
-		switch {
-		case res == types.ZAdded:
-			added++
-		case res == types.ZUpdated:
-			updated++
-		}
-		// Redis counts as processed everything but NX/XX/GT/LT refusals.
-		if res != types.ZNop || (existed && !nx && !gt && !lt) {
-			processed++
-			score = newScore
-		}
-	}
+	t, err := c.zaddMembers(sh, &e, z, w, !found, pairs, scores, flags)
 	if !found && z.Len() > 0 {
 		c.putColl(sh, h, key, shard.TypeZSet, z)
 	}
-	if added+updated > 0 {
+	if err != nil {
+		c.err("ERR " + err.Error())
+		return
+	}
+	if t.added+t.updated > 0 {
 		ev := "zadd"
 		if incr {
 			ev = "zincr"
@@ -195,18 +139,97 @@ func zaddGeneric(c *Client, key []byte, pairs [][]byte, flags types.ZAddFlags, c
 		c.notify(kseZSet, ev, key)
 	}
 	if incr {
-		if processed > 0 {
-			c.double(score)
+		if t.processed > 0 {
+			c.double(t.score)
 		} else {
 			c.null()
 		}
 		return
 	}
 	if ch {
-		c.int(int64(added + updated))
+		c.int(int64(t.added + t.updated))
 	} else {
-		c.int(int64(added))
+		c.int(int64(t.added))
 	}
+}
+
+// parseZAddScores checks ZADD's flags and pairs and parses the scores.
+func parseZAddScores(c *Client, pairs [][]byte, flags types.ZAddFlags) ([]float64, bool) {
+	if len(pairs) == 0 || len(pairs)%2 != 0 {
+		c.errSyntax()
+		return nil, false
+	}
+	nx, xx, gt, lt := flags&types.ZAddNX != 0, flags&types.ZAddXX != 0, flags&types.ZAddGT != 0, flags&types.ZAddLT != 0
+	if nx && xx {
+		c.err("ERR " + types.ErrIncompatibleFlags.Error())
+		return nil, false
+	}
+	if (gt && nx) || (lt && nx) || (gt && lt) {
+		c.err("ERR " + types.ErrGTLTNX.Error())
+		return nil, false
+	}
+	if flags&types.ZAddIncr != 0 && len(pairs) > 2 {
+		c.err("ERR INCR option supports a single increment-element pair")
+		return nil, false
+	}
+	scores := make([]float64, len(pairs)/2)
+	for j := range scores {
+		f, ok := parseScore(pairs[2*j])
+		if !ok {
+			c.errNotFloat()
+			return nil, false
+		}
+		scores[j] = f
+	}
+	return scores, true
+}
+
+// zaddTally counts what a ZADD did; score is the last processed member's
+// new score (ZADD INCR's reply).
+type zaddTally struct {
+	added, updated, processed int
+	score                     float64
+}
+
+// zaddMembers adds the members of pairs with their scores to z, the value
+// of e in the locked shard sh. modified: w already allows changes (a new
+// set); otherwise Modify is called before the first change.
+func (c *Client) zaddMembers(sh *shard.Shard, e *shard.Entry, z *types.ZSet, w types.W, modified bool,
+	pairs [][]byte, scores []float64, flags types.ZAddFlags) (t zaddTally, err error) {
+	nx, xx, gt, lt := flags&types.ZAddNX != 0, flags&types.ZAddXX != 0, flags&types.ZAddGT != 0, flags&types.ZAddLT != 0
+	incr := flags&types.ZAddIncr != 0
+	lim := c.lim()
+	for j, sc := range scores {
+		m := pairs[2*j+1]
+		cur, existed := z.Score(m)
+		if !modified && zaddChanges(existed, cur, sc, nx, xx, gt, lt, incr) {
+			// Modify before the first change (a snapshot keeps the old set).
+			w = sh.DB(c.db).Modify(e)
+			modified = true
+		}
+		var newScore float64
+		var res types.ZAddResult
+		if modified {
+			newScore, res, err = z.Add(w, m, sc, flags, lim)
+		} else { // nothing changes: answer without the right to change
+			newScore, res, err = z.Plan(m, sc, flags)
+		}
+		if err != nil {
+			return t, err
+		}
+		switch {
+		case res == types.ZAdded:
+			t.added++
+		case res == types.ZUpdated:
+			t.updated++
+		}
+		// Redis counts as processed everything but NX/XX/GT/LT refusals.
+		if res != types.ZNop || (existed && !nx && !gt && !lt) {
+			t.processed++
+			t.score = newScore
+		}
+	}
+	return t, nil
 }
 
 // zaddChanges predicts whether ZADD changes member whose current score is
@@ -394,93 +417,13 @@ func (r *zrange) collect(z *types.ZSet) []types.ZMember {
 // legacy ZREVRANGE/ZRANGEBYSCORE/ZRANGEBYLEX forms (fixed kind/direction).
 // keyIdx is the index of the source key.
 func zrangeGeneric(c *Client, args [][]byte, keyIdx int, dst []byte, kind int, reverse, fixedDir bool) {
-	r := zrange{kind: kind, reverse: reverse, limit: -1}
-	withScores := false
-	dirSet := fixedDir
-	for j := keyIdx + 3; j < len(args); j++ {
-		left := len(args) - j - 1
-		a := args[j]
-		switch {
-		case dst == nil && eq(a, "withscores"):
-			withScores = true
-		case eq(a, "limit") && left >= 2:
-			off, ok1 := parseInt(args[j+1])
-			lim, ok2 := parseInt(args[j+2])
-			if !ok1 || !ok2 {
-				c.errNotInteger()
-				return
-			}
-			r.offset, r.limit = off, lim
-			j += 2
-		case !dirSet && eq(a, "rev"):
-			r.reverse, dirSet = true, true
-		case r.kind == zrAuto && eq(a, "bylex"):
-			r.kind = zrLex
-		case r.kind == zrAuto && eq(a, "byscore"):
-			r.kind = zrScore
-		default:
-			c.errSyntax()
-			return
-		}
-	}
-	if r.kind == zrAuto {
-		r.kind = zrRank
-	}
-	if r.limit != -1 && r.kind == zrRank {
-		c.err("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
+	r, withScores, ok := parseZRangeOptions(c, args, keyIdx, dst != nil, kind, reverse, fixedDir)
+	if !ok || !r.parseBounds(c, args[keyIdx+1], args[keyIdx+2]) {
 		return
-	}
-	if withScores && r.kind == zrLex {
-		c.err("ERR syntax error, WITHSCORES not supported in combination with BYLEX")
-		return
-	}
-	minArg, maxArg := args[keyIdx+1], args[keyIdx+2]
-	if r.reverse && r.kind != zrRank {
-		minArg, maxArg = maxArg, minArg
-	}
-	var err1, err2 error
-	switch r.kind {
-	case zrRank:
-		var ok1, ok2 bool
-		r.start, ok1 = parseInt(minArg)
-		r.end, ok2 = parseInt(maxArg)
-		if !ok1 || !ok2 {
-			c.errNotInteger()
-			return
-		}
-	case zrScore:
-		r.smin, err1 = types.ParseScoreBound(minArg)
-		r.smax, err2 = types.ParseScoreBound(maxArg)
-		if err1 != nil || err2 != nil {
-			c.err("ERR min or max is not a float")
-			return
-		}
-	case zrLex:
-		r.lmin, err1 = types.ParseLexBound(minArg)
-		r.lmax, err2 = types.ParseLexBound(maxArg)
-		if err1 != nil || err2 != nil {
-			c.err("ERR min or max not valid string range item")
-			return
-		}
 	}
 	key := args[keyIdx]
 	if dst != nil {
-		set := c.lockKeys([][]byte{key, dst})
-		defer c.unlock(set)
-		e, found, wrong := c.peekType(key, shard.TypeZSet)
-		if wrong {
-			c.errWrongType()
-			return
-		}
-		if !found {
-			c.keyMiss(key)
-		}
-		var res []types.ZMember
-		if found {
-			res = r.collect(e.Obj().(*types.ZSet))
-		}
-		c.storeZMembers(dst, res, "zrangestore")
-		c.int(int64(len(res)))
+		zrangeStore(c, key, dst, &r)
 		return
 	}
 	sh, z, bad := c.readZSet(key)
@@ -493,6 +436,105 @@ func zrangeGeneric(c *Client, args [][]byte, keyIdx int, dst []byte, kind int, r
 		return
 	}
 	c.replyZMembers(r.collect(z), withScores)
+}
+
+// parseZRangeOptions parses the options after min and max (store: the
+// ZRANGESTORE form, without WITHSCORES) and checks their combination.
+func parseZRangeOptions(c *Client, args [][]byte, keyIdx int, store bool, kind int, reverse, fixedDir bool) (r zrange, withScores, ok bool) {
+	r = zrange{kind: kind, reverse: reverse, limit: -1}
+	dirSet := fixedDir
+	for j := keyIdx + 3; j < len(args); j++ {
+		left := len(args) - j - 1
+		a := args[j]
+		switch {
+		case !store && eq(a, "withscores"):
+			withScores = true
+		case eq(a, "limit") && left >= 2:
+			off, ok1 := parseInt(args[j+1])
+			lim, ok2 := parseInt(args[j+2])
+			if !ok1 || !ok2 {
+				c.errNotInteger()
+				return r, false, false
+			}
+			r.offset, r.limit = off, lim
+			j += 2
+		case !dirSet && eq(a, "rev"):
+			r.reverse, dirSet = true, true
+		case r.kind == zrAuto && eq(a, "bylex"):
+			r.kind = zrLex
+		case r.kind == zrAuto && eq(a, "byscore"):
+			r.kind = zrScore
+		default:
+			c.errSyntax()
+			return r, false, false
+		}
+	}
+	if r.kind == zrAuto {
+		r.kind = zrRank
+	}
+	if r.limit != -1 && r.kind == zrRank {
+		c.err("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
+		return r, false, false
+	}
+	if withScores && r.kind == zrLex {
+		c.err("ERR syntax error, WITHSCORES not supported in combination with BYLEX")
+		return r, false, false
+	}
+	return r, withScores, true
+}
+
+// parseBounds parses the range's min and max as ranks, scores or lex
+// bounds (swapped for a reversed score or lex range).
+func (r *zrange) parseBounds(c *Client, minArg, maxArg []byte) bool {
+	if r.reverse && r.kind != zrRank {
+		minArg, maxArg = maxArg, minArg
+	}
+	var err1, err2 error
+	switch r.kind {
+	case zrRank:
+		var ok1, ok2 bool
+		r.start, ok1 = parseInt(minArg)
+		r.end, ok2 = parseInt(maxArg)
+		if !ok1 || !ok2 {
+			c.errNotInteger()
+			return false
+		}
+	case zrScore:
+		r.smin, err1 = types.ParseScoreBound(minArg)
+		r.smax, err2 = types.ParseScoreBound(maxArg)
+		if err1 != nil || err2 != nil {
+			c.err("ERR min or max is not a float")
+			return false
+		}
+	case zrLex:
+		r.lmin, err1 = types.ParseLexBound(minArg)
+		r.lmax, err2 = types.ParseLexBound(maxArg)
+		if err1 != nil || err2 != nil {
+			c.err("ERR min or max not valid string range item")
+			return false
+		}
+	}
+	return true
+}
+
+// zrangeStore is ZRANGESTORE: the range of key stored at dst.
+func zrangeStore(c *Client, key, dst []byte, r *zrange) {
+	set := c.lockKeys([][]byte{key, dst})
+	defer c.unlock(set)
+	e, found, wrong := c.peekType(key, shard.TypeZSet)
+	if wrong {
+		c.errWrongType()
+		return
+	}
+	if !found {
+		c.keyMiss(key)
+	}
+	var res []types.ZMember
+	if found {
+		res = r.collect(e.Obj().(*types.ZSet))
+	}
+	c.storeZMembers(dst, res, "zrangestore")
+	c.int(int64(len(res)))
 }
 
 // replyZMembers replies members, with their scores as pairs (nested arrays

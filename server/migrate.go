@@ -105,55 +105,13 @@ type migrateItem struct {
 }
 
 func cmdMigrate(c *Client, args [][]byte) {
-	copyOnly, replace := false, false
-	var user, pass []byte
-	keys := args[3:4]
-	for j := 6; j < len(args); j++ {
-		more := len(args) - 1 - j
-		switch {
-		case eq(args[j], "copy"):
-			copyOnly = true
-		case eq(args[j], "replace"):
-			replace = true
-		case eq(args[j], "auth"):
-			if more < 1 {
-				c.errSyntax()
-				return
-			}
-			j++
-			pass = args[j]
-		case eq(args[j], "auth2"):
-			if more < 2 {
-				c.errSyntax()
-				return
-			}
-			user, pass = args[j+1], args[j+2]
-			j += 2
-		case eq(args[j], "keys"):
-			if len(args[3]) != 0 {
-				c.err("ERR When using MIGRATE KEYS option, the key argument must be set to the empty string")
-				return
-			}
-			keys = args[j+1:]
-			j = len(args)
-		default:
-			c.errSyntax()
-			return
-		}
-	}
-	timeoutMs, ok1 := parseInt(args[5])
-	dbid, ok2 := parseInt(args[4])
-	if !ok1 || !ok2 {
-		c.errNotInteger()
+	o, ok := parseMigrate(c, args)
+	if !ok {
 		return
 	}
-	if timeoutMs <= 0 {
-		timeoutMs = 1000
-	}
-	timeout := time.Duration(timeoutMs) * time.Millisecond
 	c.rewrite() // replicated as the DEL of the moved keys only (migrateDelete)
 
-	items := c.migrateCollect(keys)
+	items := c.migrateCollect(o.keys)
 	if items == nil {
 		c.simple("NOKEY")
 		return
@@ -162,7 +120,7 @@ func cmdMigrate(c *Client, args [][]byte) {
 	var results []bool // per item: accepted by the target
 	var targetErr string
 	for attempt := 0; ; attempt++ {
-		mc, cached, err := c.srv.migrate.get(addr, timeout)
+		mc, cached, err := c.srv.migrate.get(addr, o.timeout)
 		if err != nil {
 			if errors.Is(err, syscall.ECONNREFUSED) {
 				// Redis connects without blocking and learns of the
@@ -175,12 +133,12 @@ func cmdMigrate(c *Client, args [][]byte) {
 		}
 		var ioErr string
 		var retry bool
-		results, targetErr, ioErr, retry = migrateSend(mc, items, user, pass, dbid, replace, timeout)
+		results, targetErr, ioErr, retry = migrateSend(mc, items, o.user, o.pass, o.dbid, o.replace, o.timeout)
 		if ioErr == "" {
 			if targetErr != "" {
 				mc.lastDB = -1
 			} else {
-				mc.lastDB = dbid
+				mc.lastDB = o.dbid
 			}
 			c.srv.migrate.put(addr, mc)
 			break
@@ -191,13 +149,13 @@ func cmdMigrate(c *Client, args [][]byte) {
 		if retry && cached && attempt == 0 {
 			continue
 		}
-		if !copyOnly {
+		if !o.copyOnly {
 			c.migrateDelete(items, results)
 		}
 		c.err(ioErr)
 		return
 	}
-	if !copyOnly {
+	if !o.copyOnly {
 		c.migrateDelete(items, results)
 	}
 	if targetErr != "" {
@@ -205,6 +163,64 @@ func cmdMigrate(c *Client, args [][]byte) {
 		return
 	}
 	c.ok()
+}
+
+// migrateOptions is a parsed MIGRATE host port key|"" db timeout [COPY]
+// [REPLACE] [AUTH pass | AUTH2 user pass] [KEYS key...].
+type migrateOptions struct {
+	copyOnly, replace bool
+	user, pass        []byte
+	keys              [][]byte
+	dbid              int64
+	timeout           time.Duration
+}
+
+func parseMigrate(c *Client, args [][]byte) (o migrateOptions, ok bool) {
+	o.keys = args[3:4]
+	for j := 6; j < len(args); j++ {
+		more := len(args) - 1 - j
+		switch {
+		case eq(args[j], "copy"):
+			o.copyOnly = true
+		case eq(args[j], "replace"):
+			o.replace = true
+		case eq(args[j], "auth"):
+			if more < 1 {
+				c.errSyntax()
+				return o, false
+			}
+			j++
+			o.pass = args[j]
+		case eq(args[j], "auth2"):
+			if more < 2 {
+				c.errSyntax()
+				return o, false
+			}
+			o.user, o.pass = args[j+1], args[j+2]
+			j += 2
+		case eq(args[j], "keys"):
+			if len(args[3]) != 0 {
+				c.err("ERR When using MIGRATE KEYS option, the key argument must be set to the empty string")
+				return o, false
+			}
+			o.keys = args[j+1:]
+			j = len(args)
+		default:
+			c.errSyntax()
+			return o, false
+		}
+	}
+	timeoutMs, ok1 := parseInt(args[5])
+	dbid, ok2 := parseInt(args[4])
+	if !ok1 || !ok2 {
+		c.errNotInteger()
+		return o, false
+	}
+	if timeoutMs <= 0 {
+		timeoutMs = 1000
+	}
+	o.dbid, o.timeout = dbid, time.Duration(timeoutMs)*time.Millisecond
+	return o, true
 }
 
 // migrateCollect serializes the keys that exist (shards held only for

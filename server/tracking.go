@@ -489,8 +489,43 @@ func prefixOverlap(a, b string) bool {
 // clientTracking is CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX p ...]
 // [BCAST] [OPTIN] [OPTOUT] [NOLOOP].
 func (c *Client) clientTracking(args [][]byte) {
-	var m trackMode
-	var prefixes []string
+	m, prefixes, ok := c.parseTrackingOptions(args)
+	if !ok {
+		return
+	}
+	switch {
+	case eq(args[2], "on"):
+	case eq(args[2], "off"):
+		c.trackOff()
+		c.ok()
+		return
+	default:
+		c.errSyntax()
+		return
+	}
+	old := c.track.mode.Load()
+	if msg := trackModeConflict(&m, old, prefixes); msg != "" {
+		c.err(msg)
+		return
+	}
+	if m.bcast {
+		// Redis adds to the prefixes already registered; no prefix at all
+		// means every key.
+		if old != nil {
+			m.prefixes = append(m.prefixes, old.prefixes...)
+		}
+		m.prefixes = append(m.prefixes, prefixes...)
+		if len(m.prefixes) == 0 {
+			m.prefixes = []string{""}
+		}
+	}
+	c.trackOn(&m, old)
+	c.ok()
+}
+
+// parseTrackingOptions parses CLIENT TRACKING's options after ON|OFF; the
+// PREFIX arguments are returned apart from the mode.
+func (c *Client) parseTrackingOptions(args [][]byte) (m trackMode, prefixes []string, ok bool) {
 	for j := 3; j < len(args); j++ {
 		more := len(args) - 1 - j
 		switch {
@@ -498,19 +533,19 @@ func (c *Client) clientTracking(args [][]byte) {
 			j++
 			if m.redirect != 0 {
 				c.err("ERR A client can only redirect to a single other client")
-				return
+				return m, nil, false
 			}
 			id, ok := parseInt(args[j])
 			if !ok {
 				c.errNotInteger()
-				return
+				return m, nil, false
 			}
 			c.srv.clientsMu.Lock()
 			target := c.srv.clients[id]
 			c.srv.clientsMu.Unlock()
 			if target == nil {
 				c.err("ERR The client ID you want redirect to does not exist")
-				return
+				return m, nil, false
 			}
 			m.redirect = id
 		case eq(args[j], "bcast"):
@@ -526,67 +561,54 @@ func (c *Client) clientTracking(args [][]byte) {
 			prefixes = append(prefixes, string(args[j]))
 		default:
 			c.errSyntax()
-			return
+			return m, nil, false
 		}
 	}
-	switch {
-	case eq(args[2], "on"):
-	case eq(args[2], "off"):
-		c.trackOff()
-		c.ok()
-		return
-	default:
-		c.errSyntax()
-		return
-	}
-	old := c.track.mode.Load()
+	return m, prefixes, true
+}
+
+// trackModeConflict is Redis's error for a mode m that cannot replace the
+// client's current mode old (nil: tracking is off) or whose new prefixes
+// overlap, or "" when m is acceptable.
+func trackModeConflict(m, old *trackMode, prefixes []string) string {
 	if !m.bcast && len(prefixes) > 0 {
-		c.err("ERR PREFIX option requires BCAST mode to be enabled")
-		return
+		return "ERR PREFIX option requires BCAST mode to be enabled"
 	}
 	if old != nil && old.bcast != m.bcast {
-		c.err("ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.")
-		return
+		return "ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode."
 	}
 	if m.bcast && (m.optin || m.optout) {
-		c.err("ERR OPTIN and OPTOUT are not compatible with BCAST")
-		return
+		return "ERR OPTIN and OPTOUT are not compatible with BCAST"
 	}
 	if m.optin && m.optout {
-		c.err("ERR You can't specify both OPTIN mode and OPTOUT mode")
-		return
+		return "ERR You can't specify both OPTIN mode and OPTOUT mode"
 	}
 	if old != nil && (m.optin && old.optout || m.optout && old.optin) {
-		c.err("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.")
-		return
+		return "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode."
 	}
-	if m.bcast {
-		for i, p := range prefixes {
-			if old != nil {
-				for _, q := range old.prefixes {
-					if prefixOverlap(q, p) {
-						c.err("ERR Prefix '" + p + "' overlaps with an existing prefix '" + q + "'. Prefixes for a single client must not overlap.")
-						return
-					}
-				}
-			}
-			for _, q := range prefixes[i+1:] {
-				if prefixOverlap(p, q) {
-					c.err("ERR Prefix '" + p + "' overlaps with another provided prefix '" + q + "'. Prefixes for a single client must not overlap.")
-					return
-				}
-			}
-		}
-		// Redis adds to the prefixes already registered; no prefix at all
-		// means every key.
+	if !m.bcast {
+		return ""
+	}
+	for i, p := range prefixes {
 		if old != nil {
-			m.prefixes = append(m.prefixes, old.prefixes...)
+			for _, q := range old.prefixes {
+				if prefixOverlap(q, p) {
+					return "ERR Prefix '" + p + "' overlaps with an existing prefix '" + q + "'. Prefixes for a single client must not overlap."
+				}
+			}
 		}
-		m.prefixes = append(m.prefixes, prefixes...)
-		if len(m.prefixes) == 0 {
-			m.prefixes = []string{""}
+		for _, q := range prefixes[i+1:] {
+			if prefixOverlap(p, q) {
+				return "ERR Prefix '" + p + "' overlaps with another provided prefix '" + q + "'. Prefixes for a single client must not overlap."
+			}
 		}
 	}
+	return ""
+}
+
+// trackOn installs mode m (replacing old, nil when tracking was off) and
+// registers the client under its broadcast prefixes.
+func (c *Client) trackOn(m, old *trackMode) {
 	c.startAsync() // invalidations arrive from other goroutines (the package doc)
 	t := &c.srv.track
 	t.mu.Lock()
@@ -600,14 +622,13 @@ func (c *Client) clientTracking(args [][]byte) {
 		set[c] = struct{}{}
 	}
 	t.nbcast.Store(int64(len(t.prefixes)))
-	c.track.mode.Store(&m)
+	c.track.mode.Store(m)
 	c.track.on = true
 	c.track.broken.Store(false)
 	t.mu.Unlock()
 	if old == nil && t.users.Add(1) == 1 {
 		c.setTrackHooks()
 	}
-	c.ok()
 }
 
 // clientCaching is CLIENT CACHING YES|NO.

@@ -393,65 +393,16 @@ func (s *Stream) add(id StreamID, fv [][]byte, l *Limits) error {
 	}
 	nf := len(fv) / 2
 	maxBytes, maxEntries := streamLimits(l)
-	var n *streamNode
-	if k := len(s.nodes); k > 0 {
-		n = &s.nodes[k-1]
-		full := len(n.lp)+tot >= maxBytes
-		if !full && maxEntries > 0 {
-			cnt, p := listpack.Int(n.lp, listpack.HeaderSize)
-			del, _ := listpack.Int(n.lp, p)
-			full = cnt+del >= int64(maxEntries)
-		}
-		if full {
-			// Shrink the finished node to fit, as Redis does, unless the
-			// allocation is already close to its size.
-			if cap(n.lp)-len(n.lp) > len(n.lp)/8 {
-				n.lp = append([]byte(nil), n.lp...)
-			}
-			n = nil
-		}
-	}
+	n := s.tailWithRoom(tot, maxBytes, maxEntries)
 	flags := int64(0)
 	if n == nil {
-		need := listpack.HeaderSize + 1 + 3*2 + 2
-		for i := 0; i < nf; i++ {
-			need += listpack.EntrySize(fv[2*i])
-		}
-		// Size the node like the previous one: a stream's nodes tend to be
-		// alike, and a node allocated once makes no garbage as it fills.
-		capHint := need + 64
-		if k := len(s.nodes); k > 0 {
-			prev := len(s.nodes[k-1].lp)
-			capHint = max(capHint, min(prev, maxBytes+need))
-		}
-		lp := listpack.New(capHint)
-		lp = listpack.PushInt(lp, 1)
-		lp = listpack.PushInt(lp, 0)
-		lp = listpack.PushInt(lp, int64(nf))
-		for i := 0; i < nf; i++ {
-			lp = listpack.Push(lp, fv[2*i])
-		}
-		lp = listpack.PushInt(lp, 0)
-		s.nodes = append(s.nodes, streamNode{master: id, lp: lp})
-		n = &s.nodes[len(s.nodes)-1]
+		n = s.appendNode(id, fv, maxBytes)
 		flags = streamFlagSameFields
 	} else {
 		cnt, _ := listpack.Int(n.lp, listpack.HeaderSize)
 		n.lp = listpack.ReplaceInt(n.lp, listpack.HeaderSize, cnt+1)
-		_, _, mfields, mstart, _ := nodeMeta(n.lp)
-		if mfields == nf {
-			p := mstart
-			same := true
-			var scratch [24]byte
-			for i := 0; i < nf && same; i++ {
-				sc := scratch[:0]
-				var f []byte
-				f, p = listpack.Bytes(n.lp, p, &sc)
-				same = string(f) == string(fv[2*i])
-			}
-			if same {
-				flags = streamFlagSameFields
-			}
+		if n.hasMasterFields(fv) {
+			flags = streamFlagSameFields
 		}
 	}
 	lp := n.lp
@@ -480,6 +431,78 @@ func (s *Stream) add(id StreamID, fv [][]byte, l *Limits) error {
 		s.firstID = id
 	}
 	return nil
+}
+
+// tailWithRoom is the last node when an entry of tot bytes still fits it
+// (by the node limits), else nil; a node found full is shrunk to fit, as
+// Redis does, unless its allocation is already close to its size.
+func (s *Stream) tailWithRoom(tot, maxBytes, maxEntries int) *streamNode {
+	k := len(s.nodes)
+	if k == 0 {
+		return nil
+	}
+	n := &s.nodes[k-1]
+	full := len(n.lp)+tot >= maxBytes
+	if !full && maxEntries > 0 {
+		cnt, p := listpack.Int(n.lp, listpack.HeaderSize)
+		del, _ := listpack.Int(n.lp, p)
+		full = cnt+del >= int64(maxEntries)
+	}
+	if !full {
+		return n
+	}
+	if cap(n.lp)-len(n.lp) > len(n.lp)/8 {
+		n.lp = append([]byte(nil), n.lp...)
+	}
+	return nil
+}
+
+// appendNode starts a node whose master entry is id with the fields of fv
+// (the entry itself is appended by the caller).
+func (s *Stream) appendNode(id StreamID, fv [][]byte, maxBytes int) *streamNode {
+	nf := len(fv) / 2
+	need := listpack.HeaderSize + 1 + 3*2 + 2
+	for i := 0; i < nf; i++ {
+		need += listpack.EntrySize(fv[2*i])
+	}
+	// Size the node like the previous one: a stream's nodes tend to be
+	// alike, and a node allocated once makes no garbage as it fills.
+	capHint := need + 64
+	if k := len(s.nodes); k > 0 {
+		prev := len(s.nodes[k-1].lp)
+		capHint = max(capHint, min(prev, maxBytes+need))
+	}
+	lp := listpack.New(capHint)
+	lp = listpack.PushInt(lp, 1)
+	lp = listpack.PushInt(lp, 0)
+	lp = listpack.PushInt(lp, int64(nf))
+	for i := 0; i < nf; i++ {
+		lp = listpack.Push(lp, fv[2*i])
+	}
+	lp = listpack.PushInt(lp, 0)
+	s.nodes = append(s.nodes, streamNode{master: id, lp: lp})
+	return &s.nodes[len(s.nodes)-1]
+}
+
+// hasMasterFields reports whether the fields of fv are the master entry's,
+// in order (the entry is then stored without them).
+func (n *streamNode) hasMasterFields(fv [][]byte) bool {
+	nf := len(fv) / 2
+	_, _, mfields, mstart, _ := nodeMeta(n.lp)
+	if mfields != nf {
+		return false
+	}
+	p := mstart
+	var scratch [24]byte
+	for i := 0; i < nf; i++ {
+		sc := scratch[:0]
+		var f []byte
+		f, p = listpack.Bytes(n.lp, p, &sc)
+		if string(f) != string(fv[2*i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // removeNode drops node i.
@@ -697,97 +720,20 @@ func (s *Stream) loadNode(master StreamID, lp []byte) error {
 		s.nodes[k-1].scan(true, func(e *rawEntry, _ int) bool { prev, hasPrev = e.id, true; return false })
 	}
 	end := len(lp) - 1
-	// master entry: count, deleted, num-fields, fields, 0
-	p := listpack.HeaderSize
-	var meta [3]int64
-	for i := range meta {
-		if p >= end {
-			return errBadStream
-		}
-		_, v, isInt, next := listpack.Elem(lp, p)
-		if !isInt || v < 0 {
-			return errBadStream
-		}
-		meta[i], p = v, next
-	}
-	for i := int64(0); i < meta[2]; i++ {
-		if p >= end {
-			return errBadStream
-		}
-		p = listpack.Skip(lp, p)
-	}
-	if p >= end {
+	meta, p, ok := checkMasterEntry(lp, end)
+	if !ok {
 		return errBadStream
-	}
-	if _, v, isInt, next := listpack.Elem(lp, p); !isInt || v != 0 {
-		return errBadStream
-	} else {
-		p = next
 	}
 	var live, dead int64
 	for p < end {
-		start := p
-		var f [3]int64
-		for i := range f {
-			if p >= end {
-				return errBadStream
-			}
-			_, v, isInt, next := listpack.Elem(lp, p)
-			if !isInt {
-				return errBadStream
-			}
-			f[i], p = v, next
-		}
-		flags := f[0]
-		if flags&^3 != 0 {
+		id, flags, next, ok := checkNodeEntry(lp, p, end, master, meta[2])
+		if !ok {
 			return errBadStream
 		}
-		id := StreamID{master.Ms + uint64(f[1]), master.Seq + uint64(f[2])}
 		if hasPrev && !prev.Less(id) || !hasPrev && id.Less(master) {
 			return errBadStream
 		}
 		prev, hasPrev = id, true
-		nf := meta[2]
-		k := nf
-		if flags&streamFlagSameFields == 0 {
-			if p >= end {
-				return errBadStream
-			}
-			_, v, isInt, next := listpack.Elem(lp, p)
-			if !isInt || v < 0 {
-				return errBadStream
-			}
-			nf, p = v, next
-			k = 2 * nf
-		}
-		if k > int64(len(lp)) {
-			return errBadStream
-		}
-		for i := int64(0); i < k; i++ {
-			if p >= end {
-				return errBadStream
-			}
-			p = listpack.Skip(lp, p)
-		}
-		if p >= end {
-			return errBadStream
-		}
-		_, lc, isInt, next := listpack.Elem(lp, p)
-		want := nf + 3
-		if flags&streamFlagSameFields == 0 {
-			want += nf + 1
-		}
-		if !isInt || lc != want {
-			return errBadStream
-		}
-		// the backward walk must land on this entry's flags
-		q := p
-		for j := lc; j > 0; j-- {
-			q = listpack.Prev(lp, q)
-		}
-		if q != start {
-			return errBadStream
-		}
 		p = next
 		if flags&streamFlagDeleted != 0 {
 			dead++
@@ -800,6 +746,105 @@ func (s *Stream) loadNode(master StreamID, lp []byte) error {
 	}
 	s.nodes = append(s.nodes, streamNode{master: master, lp: lp})
 	return nil
+}
+
+// checkMasterEntry checks a node's master entry (count, deleted,
+// num-fields, the fields, 0) and returns its three counts and where the
+// first entry starts. end is the listpack's terminator.
+func checkMasterEntry(lp []byte, end int) (meta [3]int64, p int, ok bool) {
+	p = listpack.HeaderSize
+	for i := range meta {
+		if p >= end {
+			return meta, 0, false
+		}
+		_, v, isInt, next := listpack.Elem(lp, p)
+		if !isInt || v < 0 {
+			return meta, 0, false
+		}
+		meta[i], p = v, next
+	}
+	for i := int64(0); i < meta[2]; i++ {
+		if p >= end {
+			return meta, 0, false
+		}
+		p = listpack.Skip(lp, p)
+	}
+	if p >= end {
+		return meta, 0, false
+	}
+	if _, v, isInt, next := listpack.Elem(lp, p); !isInt || v != 0 {
+		return meta, 0, false
+	} else {
+		p = next
+	}
+	return meta, p, true
+}
+
+// checkNodeEntry checks the entry at p of a node whose master entry has
+// masterFields fields: flags, ID deltas, its fields (unless it has the
+// master's) and values, and a lp-count through which the backward walk
+// lands on its flags. It returns the entry's ID and flags and where the
+// next entry starts.
+func checkNodeEntry(lp []byte, p, end int, master StreamID, masterFields int64) (id StreamID, flags int64, next int, ok bool) {
+	start := p
+	var f [3]int64
+	for i := range f {
+		if p >= end {
+			return id, 0, 0, false
+		}
+		_, v, isInt, next := listpack.Elem(lp, p)
+		if !isInt {
+			return id, 0, 0, false
+		}
+		f[i], p = v, next
+	}
+	flags = f[0]
+	if flags&^3 != 0 {
+		return id, 0, 0, false
+	}
+	id = StreamID{master.Ms + uint64(f[1]), master.Seq + uint64(f[2])}
+	nf := masterFields
+	k := nf
+	if flags&streamFlagSameFields == 0 {
+		if p >= end {
+			return id, 0, 0, false
+		}
+		_, v, isInt, next := listpack.Elem(lp, p)
+		if !isInt || v < 0 {
+			return id, 0, 0, false
+		}
+		nf, p = v, next
+		k = 2 * nf
+	}
+	if k > int64(len(lp)) {
+		return id, 0, 0, false
+	}
+	for i := int64(0); i < k; i++ {
+		if p >= end {
+			return id, 0, 0, false
+		}
+		p = listpack.Skip(lp, p)
+	}
+	if p >= end {
+		return id, 0, 0, false
+	}
+	_, lc, isInt, next := listpack.Elem(lp, p)
+	want := nf + 3
+	if flags&streamFlagSameFields == 0 {
+		want += nf + 1
+	}
+	if !isInt || lc != want {
+		return id, 0, 0, false
+	}
+	// the backward walk must land on this entry's flags
+	q := p
+	for j := lc; j > 0; j-- {
+		q = listpack.Prev(lp, q)
+	}
+	if q != start {
+		return id, 0, 0, false
+	}
+	return id, flags, next, true
 }
 
 // setMeta completes a loaded stream with its metadata, checking it against
