@@ -22,11 +22,13 @@ package server
 // client's batches still fill a quarter of it, within a server-wide budget
 // (retainInBudget): many idle clients whose last request was big hold at
 // most that much together. The first small batch, or a full budget, gives
-// the buffer back. Bigger buffers are not kept: their allocation costs
-// little next to filling them.
+// the buffer back. Keeping a 10 MB SET's exact buffer for the next one
+// took its cost from 10.4 to 6.5 ms and its allocations from 10.2 MB to
+// 0.25 MB (BenchmarkBigSet): fewer garbage collections, each of which a
+// big allocation may have to wait for (its assist).
 
 const (
-	keepInBytes    = 1 << 20
+	keepInBytes    = 16 << 20
 	retainInBudget = 64 << 20
 	aheadInBudget  = 256 << 20
 )

@@ -41,8 +41,8 @@ func waitRbs(t *testing.T, s *Server, name string, ok func(int) bool) int {
 
 // TestBigBulkBufferExact: once a big bulk's header has arrived, the input
 // buffer is allocated once at exactly the request's size (no doubling, no
-// slack), the value arrives intact, and the buffer (over keepInBytes) is
-// given back after the request ran, with the budget's charge.
+// slack), the value arrives intact, and the buffer is kept for the next
+// big request until a small one comes, each step charged to its budget.
 func TestBigBulkBufferExact(t *testing.T) {
 	s := startServer(t)
 	r := dialRaw(t, s)
@@ -66,9 +66,21 @@ func TestBigBulkBufferExact(t *testing.T) {
 	if got, err := newClient(t, s).Get(context.Background(), "k").Result(); err != nil || got != val {
 		t.Fatalf("GET k: %d bytes, err %v; want the %d bytes sent", len(got), err, size)
 	}
+	// Kept for the next big request, charged to the retention budget.
+	if n := clientRbs(t, s, "big"); n != need {
+		t.Fatalf("rbs = %d after the request, want %d (kept)", n, need)
+	}
+	if a, h := s.inAhead.Load(), s.inRetained.Load(); a != 0 || h != int64(need) {
+		t.Fatalf("after the request: inAhead = %d, inRetained = %d; want 0, %d", a, h, need)
+	}
+	// A small request gives it back.
+	r.do("PING")
+	if got := r.reply(); got[0] != "+PONG" {
+		t.Fatalf("PING: %q", got)
+	}
 	waitRbs(t, s, "big", func(n int) bool { return n == readBufSize })
-	if got := s.inAhead.Load(); got != 0 {
-		t.Fatalf("inAhead = %d after the request, want 0", got)
+	if a, h := s.inAhead.Load(), s.inRetained.Load(); a != 0 || h != 0 {
+		t.Fatalf("after a small request: inAhead = %d, inRetained = %d; want 0, 0", a, h)
 	}
 }
 
@@ -97,5 +109,34 @@ func TestBigBulkBufferBudget(t *testing.T) {
 			t.Fatalf("inAhead = %d after the client closed, want 0", s.inAhead.Load())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// BenchmarkBigSet sends SETs of big values over one connection, one at a
+// time, to the same few keys; B/op is what the whole process allocated per
+// SET (the client side sends a prepared request and allocates nothing per
+// value): input buffers and value chunks.
+func BenchmarkBigSet(b *testing.B) {
+	for _, size := range []int{100_000, 10_000_000} {
+		b.Run(strconv.Itoa(size), func(b *testing.B) {
+			s := startServer(b)
+			r := dialRaw(b, s)
+			val := strings.Repeat("v", size)
+			var reqs [][]byte
+			for k := 0; k < 4; k++ {
+				reqs = append(reqs, []byte("*3\r\n$3\r\nSET\r\n$1\r\n"+strconv.Itoa(k)+"\r\n$"+strconv.Itoa(size)+"\r\n"+val+"\r\n"))
+			}
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := r.nc.Write(reqs[i%len(reqs)]); err != nil {
+					b.Fatal(err)
+				}
+				if got := r.reply(); got[0] != "+OK" {
+					b.Fatalf("SET: %q", got)
+				}
+			}
+		})
 	}
 }
