@@ -158,8 +158,9 @@ type Client struct {
 	// The key prefetch window over pipelined requests (prefetch.go).
 	ahead     *lookahead
 	aheadLeft int
-	// inHeld is this client's share of Server.inRetained (inbuf.go).
-	inHeld int64
+	// inHeld and inAhead are this client's shares of Server.inRetained
+	// and Server.inAhead (inbuf.go).
+	inHeld, inAhead int64
 }
 
 func (s *Server) newClient(nc net.Conn) *Client {
@@ -261,9 +262,11 @@ func (c *Client) serveFrom(resumed bool) {
 	}
 }
 
-// makeRoom compacts or grows the input buffer when it is full. It grows at
-// most to twice what was received, so a client announcing a huge bulk
-// cannot make the server allocate it before sending it.
+// makeRoom compacts or grows the input buffer when it is full. A request
+// whose size the parser knows gets a buffer of exactly that size if the
+// budget allows (inbuf.go); otherwise the buffer grows at most to twice
+// what was received, so a client announcing a huge bulk cannot make the
+// server allocate it before sending it.
 func (c *Client) makeRoom() {
 	if c.r > 0 {
 		n := copy(c.in, c.in[c.r:c.w])
@@ -273,7 +276,11 @@ func (c *Client) makeRoom() {
 		}
 	}
 	size := 2 * len(c.in)
-	if need := c.p.Need(); need > len(c.in) && need < size {
+	need := c.p.Need()
+	if need > size && c.growExact(need) {
+		return
+	}
+	if need > len(c.in) && need < size {
 		size = need
 	}
 	buf := make([]byte, size)

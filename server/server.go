@@ -263,6 +263,9 @@ type Server struct {
 	manualFO manualFailover
 	// Bytes of grown input buffers clients keep between requests (inbuf.go).
 	inRetained atomic.Int64
+	// Bytes of input buffers allocated at a request's announced size,
+	// while the request is in progress (inbuf.go).
+	inAhead atomic.Int64
 }
 
 // New prepares a server; Start opens its listeners.
