@@ -155,13 +155,10 @@ func (l *Loop) wake() {
 	}
 	one := uint64(1)
 	_, _ = syscall.Write(l.wakefd, (*[8]byte)(unsafe.Pointer(&one))[:])
-	if l.u != nil && l.u.park >= 0 {
-		_, _ = syscall.Write(l.u.park, (*[8]byte)(unsafe.Pointer(&one))[:]) // see parkUring
-	}
 }
 
 // shutWake makes later wake calls do nothing; the loop calls it before
-// closing wakefd and the io_uring park descriptor.
+// closing wakefd.
 func (l *Loop) shutWake() {
 	l.wakeMu.Lock()
 	l.wakeClosed = true

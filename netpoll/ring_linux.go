@@ -57,8 +57,6 @@ const (
 	offCQRing = 0x8000000
 	offSQEs   = 0x10000000
 
-	registerEventfd     = 4
-	unregisterEventfd   = 5
 	registerEnableRings = 12
 	registerRingFds     = 20
 	unregisterRingFds   = 21
@@ -355,29 +353,6 @@ func (r *ring) waitBriefly(d time.Duration) syscall.Errno {
 		r.unsubmit -= uint32(n)
 	}
 	return errno
-}
-
-// notifyOn makes the kernel signal eventfd efd whenever completion work
-// is queued (nil: stop). The loop turns it on only while it sleeps on the
-// Go poller, since signalling costs the kernel on every completion.
-func (r *ring) notifyOn(efd int, on bool) error {
-	// Raw system calls (they do not block): entersyscall would wake a
-	// sleeping sysmon, which then polls every 20 µs for a millisecond.
-	op, fd := uintptr(unregisterEventfd), int32(efd)
-	var arg, n uintptr
-	if on {
-		op, arg, n = registerEventfd, uintptr(unsafe.Pointer(&fd)), 1
-	}
-	var errno syscall.Errno
-	if raceEnabled {
-		_, _, errno = syscall.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), op, arg, n, 0, 0)
-	} else {
-		_, _, errno = syscall.RawSyscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), op, arg, n, 0, 0)
-	}
-	if errno != 0 {
-		return os.NewSyscallError("io_uring_register(EVENTFD)", errno)
-	}
-	return nil
 }
 
 // enable starts a ring set up disabled (deferTR) from the calling thread,

@@ -80,10 +80,10 @@ const (
 	briefWait = time.Millisecond
 
 	// yieldEvery bounds how long the loop goes on waiting with its P
-	// without passing through the Go scheduler (parkUring). Timers are
+	// without passing through the Go scheduler. Timers are
 	// run by the scheduler of the P that holds them: a goroutine asleep
 	// in time.Sleep on the loop's P (a paced BGSAVE serializer pauses that
-	// way) stays asleep until the loop parks, whatever schedProbe says.
+	// way) stays asleep until the loop sleeps, whatever schedProbe says.
 	yieldEvery = time.Millisecond
 
 	// pendLimit is the input a connection may have received ahead of its
@@ -99,12 +99,9 @@ type uringLoop struct {
 	next      []int   // fds with input left for the next iteration
 	wakeBuf   *[8]byte
 	wakeArmed bool
-	park      int // non-blocking eventfd the idle loop sleeps on (parkUring); -1 on a plain ring
-	parkFile  *os.File
-	parkRC    syscall.RawConn
 	recycled  bool // buffers were put back this iteration
 	probe     *schedProbe
-	parked    int64 // when parkUring last parked (UnixNano)
+	parked    int64 // when the loop last slept in the kernel or went through the scheduler (UnixNano)
 }
 
 // uslot is the io_uring loop's state of one connection.
@@ -147,16 +144,7 @@ func NewIOUring(log *slog.Logger, opt IOUringOptions) (*Loop, error) {
 		r.close()
 		return nil, os.NewSyscallError("eventfd2", errno)
 	}
-	u := &uringLoop{r: r, multishot: !opt.SingleShot && kernelAtLeast(6, 0), wakeBuf: new([8]byte), park: -1, probe: newSchedProbe()}
-	if r.deferTR {
-		p, _, errno := syscall.Syscall(syscall.SYS_EVENTFD2, 0, syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-		if errno != 0 {
-			r.close()
-			syscall.Close(int(w))
-			return nil, os.NewSyscallError("eventfd2", errno)
-		}
-		u.park = int(p)
-	}
+	u := &uringLoop{r: r, multishot: !opt.SingleShot && kernelAtLeast(6, 0), wakeBuf: new([8]byte), probe: newSchedProbe()}
 	return &Loop{log: log, epfd: -1, wakefd: int(w), u: u}, nil
 }
 
@@ -248,11 +236,6 @@ func (l *Loop) runUring() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		err = r.enable()
-		if err == nil {
-			u.parkFile = os.NewFile(uintptr(u.park), "io_uring park")
-			u.parkRC, err = u.parkFile.SyscallConn()
-			defer func() { l.shutWake(); u.parkFile.Close() }()
-		}
 	} else {
 		err = syscall.SetNonblock(r.fd, true)
 		if err == nil {
@@ -294,13 +277,19 @@ func (l *Loop) runUring() {
 					continue
 				}
 			default:
-				// Idle, or goroutines wait for our P: sleep on the Go
-				// poller (see parkUring), which hands the P over.
-				if err := l.parkUring(); err != nil {
-					l.log.Error("event loop: waiting on io_uring", "err", err)
-					return
-				}
-				errno = r.enter(0)
+				// Idle, or goroutines wait for our P: sleep in
+				// io_uring_enter as a blocking system call, so the
+				// runtime hands the P over. The kernel wakes this
+				// thread itself when completion work arrives. (An
+				// eventfd registered with the ring and watched by the
+				// Go poller was tried: the kernel signals it only when
+				// its deferred-work list goes from empty to non-empty,
+				// and after an RCU grace period when that happens
+				// inside another eventfd's wake-up; parks then lasted
+				// 8-32 ms with requests waiting, and memtier's default
+				// workload got a fifth of epoll's ops/s.)
+				errno = r.wait()
+				u.parked = time.Now().UnixNano()
 			}
 			busy = true
 			switch errno {
@@ -346,45 +335,6 @@ func (l *Loop) waitPlain(rc syscall.RawConn) bool {
 		}
 	}
 	return true
-}
-
-// parkUring waits for completion work on an idle DEFER_TASKRUN ring. A
-// blocking io_uring_enter would do, but the Go runtime takes the P of a
-// thread blocked in a system call away (sysmon's retake: a futex wake-up,
-// a spinning thread, and sysmon polling every 20 µs for a while after):
-// measured, that cost more than the sleep saved. Parked on the Go poller
-// instead, the P goes idle the ordinary way. The kernel signals l.u.park
-// only while it is registered, so busy iterations do not pay for it. wake
-// writes it too: the kernel's own signal of it, from inside the wake-up
-// eventfd's write, is deferred by an RCU grace period (measured: 16 ms per
-// new connection).
-func (l *Loop) parkUring() error {
-	u := l.u
-	r := u.r
-	if err := r.notifyOn(u.park, true); err != nil {
-		return err
-	}
-	defer r.notifyOn(u.park, false)
-	// Work queued before the eventfd was registered signalled nothing.
-	if errno := r.enter(0); errno != 0 && errno != syscall.EINTR {
-		return errno
-	}
-	if r.pending() {
-		return nil
-	}
-	first := true
-	err := u.parkRC.Read(func(uintptr) bool {
-		var b [8]byte
-		n, _ := Read(u.park, b[:]) // raw, as in notifyOn
-		if n != 8 && first {
-			first = false // Read parks the goroutine now
-		}
-		return n == 8
-	})
-	if !first {
-		u.parked = time.Now().UnixNano()
-	}
-	return err
 }
 
 // reap handles every completion in the ring; false when the loop must stop.
