@@ -13,6 +13,8 @@
 #
 #   bench/memtier.sh [ROUNDS] [SECONDS]        (defaults: 2 rounds, 10 s)
 #
+# THREADS (default 4) and CLIENTS (default 50) set memtier's -t and -c;
+# DAMSELFLY names a prebuilt binary instead of building the repository's.
 # PIPELINES (default "1 16") and TRANSPORTS (default "tcp unix") narrow the
 # runs. SERVERS (default "damselfly redis") may add damselfly-gpc: Damselfly with
 # --goroutine-per-conn, which is how Unix-socket clients were served before
@@ -39,7 +41,7 @@ work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
-(cd "$root" && go build -o "$work/damselfly" ./cmd/damselfly)
+if [ -n "${DAMSELFLY:-}" ]; then cp "$DAMSELFLY" "$work/damselfly"; else (cd "$root" && go build -o "$work/damselfly" ./cmd/damselfly); fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
@@ -75,7 +77,7 @@ for r in $(seq "$ROUNDS"); do
         pid=$(start "$server" "$port" "$sock"); pids+=("$pid")
         if [ "$transport" = tcp ]; then target=(-s 127.0.0.1 -p "$port"); else target=(-S "$sock"); fi
         c0=$(cpu_ticks "$pid"); n0=$(commands "$port")
-        line=$(taskset -c 1 "$MEMTIER" "${target[@]}" --protocol=redis -t 4 -c 50 --ratio=1:10 -d 32 \
+        line=$(taskset -c 1 "$MEMTIER" "${target[@]}" --protocol=redis -t "${THREADS:-4}" -c "${CLIENTS:-50}" --ratio=1:10 -d 32 \
                  --pipeline="$pipeline" --test-time="$SECS" --print-percentiles 50,99,99.9 --hide-histogram \
                  2>/dev/null | awk '$1=="Totals"')
         c1=$(cpu_ticks "$pid"); n1=$(commands "$port"); api=$(loop_api "$port")
