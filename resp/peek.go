@@ -42,9 +42,13 @@ func PeekKey(buf []byte) (name, key []byte, n int, ok bool) {
 
 // peekNumber reads the decimal number at buf[i:] up to its "\r\n" and
 // returns it with the position after the line. Up to 9 digits: longer
-// lengths are not worth a hint.
+// lengths are not worth a hint. A leading zero ("03") is refused, as Next
+// refuses it (Redis's string2ll).
 func peekNumber(buf []byte, i int) (v, next int, ok bool) {
 	start := i
+	if i+1 < len(buf) && buf[i] == '0' && buf[i+1] >= '0' && buf[i+1] <= '9' {
+		return 0, 0, false
+	}
 	for ; i < len(buf) && buf[i] >= '0' && buf[i] <= '9'; i++ {
 		if i-start == 9 {
 			return 0, 0, false
