@@ -28,7 +28,6 @@ package server
 
 import (
 	"errors"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -407,33 +406,20 @@ type scriptCaller struct {
 	allowOOM bool // the allow-oom flag: denyoom commands run past maxmemory
 }
 
-// redisNoScript are the commands and subcommands Redis 7.0 flags
-// noscript; the command table's own "noscript" flags add to it.
-var redisNoScript = map[string]bool{
-	"cluster|reset": true, "auth": true, "client|caching": true, "client|getname": true, "client|getredir": true, "client|id": true,
-	"client|info": true, "client|kill": true, "client|list": true, "client|no-evict": true, "client|pause": true, "client|reply": true,
-	"client|setname": true, "client|tracking": true, "client|trackinginfo": true, "client|unblock": true, "client|unpause": true,
-	"hello": true, "quit": true, "reset": true, "wait": true, "blmove": true, "blpop": true, "brpop": true, "brpoplpush": true,
-	"psubscribe": true, "punsubscribe": true, "ssubscribe": true, "subscribe": true, "sunsubscribe": true, "unsubscribe": true,
-	"eval": true, "evalsha": true, "evalsha_ro": true, "eval_ro": true, "fcall": true, "fcall_ro": true, "function|delete": true,
-	"function|dump": true, "function|flush": true, "function|kill": true, "function|list": true, "function|load": true,
-	"function|restore": true, "function|stats": true, "script|debug": true, "script|exists": true, "script|flush": true,
-	"script|kill": true, "script|load": true, "acl|cat": true, "acl|deluser": true, "acl|dryrun": true, "acl|genpass": true,
-	"acl|getuser": true, "acl|list": true, "acl|load": true, "acl|log": true, "acl|save": true, "acl|setuser": true, "acl|users": true,
-	"acl|whoami": true, "bgrewriteaof": true, "bgsave": true, "config|get": true, "config|resetstat": true, "config|rewrite": true,
-	"config|set": true, "debug": true, "failover": true, "latency|doctor": true, "latency|graph": true, "latency|histogram": true,
-	"latency|history": true, "latency|latest": true, "latency|reset": true, "module|list": true, "module|load": true,
-	"module|loadex": true, "module|unload": true, "monitor": true, "psync": true, "replconf": true, "replicaof": true, "role": true,
-	"save": true, "shutdown": true, "slaveof": true, "sync": true, "bzpopmax": true, "bzpopmin": true, "discard": true, "exec": true,
-	"multi": true, "unwatch": true, "watch": true,
-}
-
 // noScript reports whether a script may not run this command.
+// The command table's noscript flags are the only source: a container
+// command's subcommand is checked by its own entry (CLIENT ID is refused,
+// CLIENT is not).
 func noScript(cmd *command, args [][]byte) bool {
-	if slices.Contains(cmd.flags, "noscript") || redisNoScript[cmd.name] {
+	if cmd.noScript {
 		return true
 	}
-	return len(args) > 1 && len(args[1]) < 32 && redisNoScript[cmd.name+"|"+lower(args[1])]
+	if len(args) > 1 && len(args[1]) < 32 {
+		if sub := cmd.subs[lower(args[1])]; sub != nil {
+			return sub.noScript
+		}
+	}
+	return false
 }
 
 // Call runs one command for the script and returns its RESP2 reply.
@@ -451,7 +437,7 @@ func (sc *scriptCaller) Call(args [][]byte) ([]byte, bool) {
 	if !cmd.arityOK(args) {
 		return []byte("-ERR Wrong number of args calling Redis command from script\r\n"), false
 	}
-	if cmd.noScript || noScript(cmd, args) {
+	if noScript(cmd, args) {
 		return []byte("-ERR This Redis command is not allowed from script\r\n"), false
 	}
 	if e := c.aclScriptDenied(cmd, args); e != "" { // acl.go
