@@ -47,3 +47,7 @@ func (p *schedProbe) othersRunnable(now int64) bool {
 	}
 	return p.busy
 }
+
+// forget makes the next othersRunnable read the metric: goroutines may
+// have become runnable since (the loop let the scheduler poll the network).
+func (p *schedProbe) forget() { p.last = 0; p.busy = false }

@@ -101,6 +101,7 @@ type uringLoop struct {
 	wakeArmed bool
 	recycled  bool // buffers were put back this iteration
 	probe     *schedProbe
+	yielder   *pollYield
 	parked    int64 // when the loop last slept in the kernel or went through the scheduler (UnixNano)
 }
 
@@ -144,7 +145,13 @@ func NewIOUring(log *slog.Logger, opt IOUringOptions) (*Loop, error) {
 		r.close()
 		return nil, os.NewSyscallError("eventfd2", errno)
 	}
-	u := &uringLoop{r: r, multishot: !opt.SingleShot && kernelAtLeast(6, 0), wakeBuf: new([8]byte), probe: newSchedProbe()}
+	y, err := newPollYield()
+	if err != nil {
+		syscall.Close(int(w))
+		r.close()
+		return nil, err
+	}
+	u := &uringLoop{r: r, multishot: !opt.SingleShot && kernelAtLeast(6, 0), wakeBuf: new([8]byte), probe: newSchedProbe(), yielder: y}
 	return &Loop{log: log, epfd: -1, wakefd: int(w), u: u}, nil
 }
 
@@ -253,6 +260,14 @@ func (l *Loop) runUring() {
 	now := time.Now().UnixNano()
 	for {
 		r.publish()
+		if now-u.parked >= int64(yieldEvery) && (busy || len(u.next) > 0 || r.pending()) {
+			// Busy for yieldEvery without passing through the scheduler:
+			// let it run timers and poll the network (see pollYield).
+			if !l.yieldToNetpoll() {
+				return
+			}
+			now = u.parked
+		}
 		if r.deferTR {
 			// One system call submits the iteration's sends, runs the
 			// receives the kernel queued and, with nothing to do, sleeps.
@@ -265,12 +280,8 @@ func (l *Loop) runUring() {
 			case busy && !u.probe.othersRunnable(now):
 				// Served something last time: the next input is
 				// likely microseconds away; wait for it holding the P,
-				// which no other goroutine is waiting for (schedProbe).
-				// Pass through the scheduler at least every yieldEvery.
-				if now-u.parked >= int64(yieldEvery) {
-					runtime.Gosched()
-					u.parked = now
-				}
+				// which no other goroutine is waiting for (schedProbe),
+				// until the next yieldToNetpoll is due.
 				d := min(briefWait, time.Duration(u.parked+int64(yieldEvery)-now))
 				if errno = r.waitBriefly(max(d, 10*time.Microsecond)); errno == syscall.ETIME {
 					busy = false
@@ -323,6 +334,28 @@ func (l *Loop) runUring() {
 		}
 		l.finish(now)
 	}
+}
+
+// yieldToNetpoll submits what is published, so that replies do not wait,
+// then parks the loop until the scheduler has polled the network
+// (pollYield); false when the loop must stop.
+func (l *Loop) yieldToNetpoll() bool {
+	u := l.u
+	if u.r.unsubmit > 0 {
+		switch errno := u.r.enter(0); errno {
+		case 0, syscall.EINTR, syscall.EAGAIN, syscall.EBUSY:
+		default:
+			l.log.Error("event loop: io_uring_enter", "err", errno)
+			return false
+		}
+	}
+	if err := u.yielder.yield(); err != nil {
+		l.log.Error("event loop: yielding to the Go poller", "err", err)
+		return false
+	}
+	u.probe.forget()
+	u.parked = time.Now().UnixNano()
+	return true
 }
 
 // waitPlain submits and waits on a plain ring (no DEFER_TASKRUN), through
@@ -637,6 +670,7 @@ func (l *Loop) teardownUring(rf *os.File) {
 		r.fd = -1
 	}
 	r.close()
+	u.yielder.close()
 	l.shutWake()
 	syscall.Close(l.wakefd)
 }
