@@ -353,6 +353,14 @@ func (l *Loop) yieldToNetpoll() bool {
 		l.log.Error("event loop: yielding to the Go poller", "err", err)
 		return false
 	}
+	if u.probe.idleP() {
+		// The thread that readied the loop may have been the one
+		// waiting in the Go poller for the idle Ps; it now stops, and
+		// until another thread goes idle nobody polls the network.
+		// A new goroutine wakes an idle P (runtime.wakep), whose
+		// thread, once nothing is left to run, waits in the poller.
+		go func() {}()
+	}
 	u.probe.forget()
 	u.parked = time.Now().UnixNano()
 	return true
