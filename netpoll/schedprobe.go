@@ -22,8 +22,8 @@ import "runtime/metrics"
 type schedProbe struct {
 	sample [1]metrics.Sample
 	procs  [2]metrics.Sample // goroutines running, GOMAXPROCS (idleP)
-	last   int64 // nanotime of the last read
-	busy   bool  // what it said
+	last   int64             // nanotime of the last read
+	busy   bool              // what it said
 }
 
 // probeEvery bounds how often a loop reads the metric while it keeps
