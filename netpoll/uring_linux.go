@@ -51,10 +51,12 @@ import (
 //     requests and write the eventfd, whose READ completes into the ring.
 //   - The loop keeps its Go P while it waits for the next completion
 //     (waitBriefly) only while no goroutine is runnable (schedProbe), and
-//     passes through the scheduler at least every yieldEvery of such
-//     waiting, so that timers on its P fire: work off the loops (a BGSAVE,
-//     a detached command, a sleeping goroutine) runs about as it does
-//     beside the epoll loop, which gives its P up whenever it is idle.
+//     after yieldEvery of work or such waiting it parks on the Go poller
+//     (pollYield), so that its P's scheduler runs timers and polls the
+//     network, then wakes an idle P if there may be one: work off the
+//     loops (a BGSAVE, a detached command, a sleeping goroutine, one woken
+//     by Go's poller) runs about as it does beside the epoll loop, which
+//     gives its P up whenever it is idle.
 
 // IOUringOptions tunes NewIOUring.
 type IOUringOptions struct {
@@ -79,11 +81,13 @@ const (
 	// which lets the runtime use the P elsewhere.
 	briefWait = time.Millisecond
 
-	// yieldEvery bounds how long the loop goes on waiting with its P
-	// without passing through the Go scheduler. Timers are
-	// run by the scheduler of the P that holds them: a goroutine asleep
-	// in time.Sleep on the loop's P (a paced BGSAVE serializer pauses that
-	// way) stays asleep until the loop sleeps, whatever schedProbe says.
+	// yieldEvery bounds how long the loop goes on working or waiting
+	// with its P without passing through the Go scheduler (yieldToNetpoll).
+	// Timers are run by the scheduler of the P that holds them: a
+	// goroutine asleep in time.Sleep on the loop's P (a paced BGSAVE
+	// serializer pauses that way) stays asleep until the loop lets go of
+	// the P, whatever schedProbe says; a goroutine whose socket became
+	// ready waits for a scheduler to poll the network.
 	yieldEvery = time.Millisecond
 
 	// pendLimit is the input a connection may have received ahead of its
