@@ -44,8 +44,9 @@ func sendStamps(addr string, stop func() bool) {
 // (what a replica's link, the cluster bus or a detached client is) wakes
 // within a millisecond or two of its data arriving, on io_uring as on
 // epoll. With one P held by an io_uring loop that waited for its next
-// request holding the P, only sysmon polled the network: ~10 ms per
-// wake-up (measured p50 ~5 ms, p99 ~10 ms; epoll p99 under 1 ms).
+// request holding the P, only sysmon polled the network: measured p50
+// 5.1-5.5 ms, p99 11-17 ms (now ~0.6 ms and 2-4 ms; epoll 0.1 ms and
+// 1-6 ms on a loaded machine).
 func TestNetpollWakeupsBesideBusyLoop(t *testing.T) {
 	if os.Getenv(fairnessClientEnv) != "" {
 		t.Skip("in the helper process")
@@ -54,7 +55,7 @@ func TestNetpollWakeupsBesideBusyLoop(t *testing.T) {
 		t.Skip("timing comparison; the race detector's overhead swamps it")
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	p99 := map[string]time.Duration{}
+	p50s, p99s := map[string]time.Duration{}, map[string]time.Duration{}
 	// Best of three (up to six while it fails), the kinds taking turns: a
 	// loaded machine only ever slows a wake-up down.
 	var problems []string
@@ -63,16 +64,18 @@ func TestNetpollWakeupsBesideBusyLoop(t *testing.T) {
 			if k.name == "io_uring-singleshot" {
 				continue // same waits as io_uring
 			}
-			p50, p, n := netpollWakeups(t, k, 600*time.Millisecond)
-			t.Logf("%s: %d wake-ups, p50 %v, p99 %v", k.name, n, p50, p)
-			if old, ok := p99[k.name]; !ok || p < old {
-				p99[k.name] = p
+			p50, p99, n := netpollWakeups(t, k, 600*time.Millisecond)
+			t.Logf("%s: %d wake-ups, p50 %v, p99 %v", k.name, n, p50, p99)
+			if old, ok := p99s[k.name]; !ok || p99 < old {
+				p50s[k.name], p99s[k.name] = p50, p99
 			}
 		}
 		problems = problems[:0]
-		for name, p := range p99 {
-			if limit := max(3*time.Millisecond, 2*p99["epoll"]); p > limit {
-				problems = append(problems, fmt.Sprintf("%s: p99 wake-up %v (epoll %v): goroutines woken by the Go poller wait for the loop", name, p, p99["epoll"]))
+		for name, p99 := range p99s {
+			// yieldEvery (1 ms) bounds a wake-up's wait beside a busy
+			// loop; the margins are for a loaded machine.
+			if p50 := p50s[name]; p50 > 2*time.Millisecond || p99 > max(5*time.Millisecond, 2*p99s["epoll"]) {
+				problems = append(problems, fmt.Sprintf("%s: wake-ups p50 %v, p99 %v (epoll %v, %v): goroutines woken by the Go poller wait for the loop", name, p50, p99, p50s["epoll"], p99s["epoll"]))
 			}
 		}
 		if round >= 3 && len(problems) == 0 {
