@@ -32,6 +32,9 @@ func TestFairnessClientHelper(t *testing.T) {
 	conns, _ := strconv.Atoi(os.Getenv(fairnessClientEnv + "_CONNS"))
 	var stop atomic.Bool
 	go func() { io.Copy(io.Discard, os.Stdin); stop.Store(true) }()
+	if stamps := os.Getenv(stampEnv); stamps != "" {
+		go sendStamps(stamps, stop.Load)
+	}
 	done := make(chan int)
 	for range max(conns, 1) {
 		go func() {

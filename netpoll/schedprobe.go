@@ -21,8 +21,9 @@ import "runtime/metrics"
 // probeEvery of busy waiting.
 type schedProbe struct {
 	sample [1]metrics.Sample
-	last   int64 // nanotime of the last read
-	busy   bool  // what it said
+	procs  [2]metrics.Sample // goroutines running, GOMAXPROCS (idleP)
+	last   int64             // nanotime of the last read
+	busy   bool              // what it said
 }
 
 // probeEvery bounds how often a loop reads the metric while it keeps
@@ -33,6 +34,8 @@ const probeEvery = 50_000 // ns
 func newSchedProbe() *schedProbe {
 	p := &schedProbe{}
 	p.sample[0].Name = "/sched/goroutines/runnable:goroutines"
+	p.procs[0].Name = "/sched/goroutines/running:goroutines"
+	p.procs[1].Name = "/sched/gomaxprocs:threads"
 	return p
 }
 
@@ -46,4 +49,17 @@ func (p *schedProbe) othersRunnable(now int64) bool {
 		p.busy = v.Kind() == metrics.KindUint64 && v.Uint64() > 0
 	}
 	return p.busy
+}
+
+// forget makes the next othersRunnable read the metric: goroutines may
+// have become runnable since (the loop let the scheduler poll the network).
+func (p *schedProbe) forget() { p.last = 0; p.busy = false }
+
+// idleP reports whether a P may be idle: fewer goroutines run than there
+// are Ps. (One whose goroutine waits in a blocking system call counts as
+// idle here, and may be.)
+func (p *schedProbe) idleP() bool {
+	metrics.Read(p.procs[:])
+	running, procs := p.procs[0].Value, p.procs[1].Value
+	return running.Kind() == metrics.KindUint64 && procs.Kind() == metrics.KindUint64 && running.Uint64() < procs.Uint64()
 }

@@ -51,10 +51,12 @@ import (
 //     requests and write the eventfd, whose READ completes into the ring.
 //   - The loop keeps its Go P while it waits for the next completion
 //     (waitBriefly) only while no goroutine is runnable (schedProbe), and
-//     passes through the scheduler at least every yieldEvery of such
-//     waiting, so that timers on its P fire: work off the loops (a BGSAVE,
-//     a detached command, a sleeping goroutine) runs about as it does
-//     beside the epoll loop, which gives its P up whenever it is idle.
+//     after yieldEvery of work or such waiting it parks on the Go poller
+//     (pollYield), so that its P's scheduler runs timers and polls the
+//     network, then wakes an idle P if there may be one: work off the
+//     loops (a BGSAVE, a detached command, a sleeping goroutine, one woken
+//     by Go's poller) runs about as it does beside the epoll loop, which
+//     gives its P up whenever it is idle.
 
 // IOUringOptions tunes NewIOUring.
 type IOUringOptions struct {
@@ -79,11 +81,13 @@ const (
 	// which lets the runtime use the P elsewhere.
 	briefWait = time.Millisecond
 
-	// yieldEvery bounds how long the loop goes on waiting with its P
-	// without passing through the Go scheduler. Timers are
-	// run by the scheduler of the P that holds them: a goroutine asleep
-	// in time.Sleep on the loop's P (a paced BGSAVE serializer pauses that
-	// way) stays asleep until the loop sleeps, whatever schedProbe says.
+	// yieldEvery bounds how long the loop goes on working or waiting
+	// with its P without passing through the Go scheduler (yieldToNetpoll).
+	// Timers are run by the scheduler of the P that holds them: a
+	// goroutine asleep in time.Sleep on the loop's P (a paced BGSAVE
+	// serializer pauses that way) stays asleep until the loop lets go of
+	// the P, whatever schedProbe says; a goroutine whose socket became
+	// ready waits for a scheduler to poll the network.
 	yieldEvery = time.Millisecond
 
 	// pendLimit is the input a connection may have received ahead of its
@@ -101,6 +105,7 @@ type uringLoop struct {
 	wakeArmed bool
 	recycled  bool // buffers were put back this iteration
 	probe     *schedProbe
+	yielder   *pollYield
 	parked    int64 // when the loop last slept in the kernel or went through the scheduler (UnixNano)
 }
 
@@ -144,7 +149,13 @@ func NewIOUring(log *slog.Logger, opt IOUringOptions) (*Loop, error) {
 		r.close()
 		return nil, os.NewSyscallError("eventfd2", errno)
 	}
-	u := &uringLoop{r: r, multishot: !opt.SingleShot && kernelAtLeast(6, 0), wakeBuf: new([8]byte), probe: newSchedProbe()}
+	y, err := newPollYield()
+	if err != nil {
+		syscall.Close(int(w))
+		r.close()
+		return nil, err
+	}
+	u := &uringLoop{r: r, multishot: !opt.SingleShot && kernelAtLeast(6, 0), wakeBuf: new([8]byte), probe: newSchedProbe(), yielder: y}
 	return &Loop{log: log, epfd: -1, wakefd: int(w), u: u}, nil
 }
 
@@ -253,6 +264,14 @@ func (l *Loop) runUring() {
 	now := time.Now().UnixNano()
 	for {
 		r.publish()
+		if now-u.parked >= int64(yieldEvery) && (busy || len(u.next) > 0 || r.pending()) {
+			// Busy for yieldEvery without passing through the scheduler:
+			// let it run timers and poll the network (see pollYield).
+			if !l.yieldToNetpoll() {
+				return
+			}
+			now = u.parked
+		}
 		if r.deferTR {
 			// One system call submits the iteration's sends, runs the
 			// receives the kernel queued and, with nothing to do, sleeps.
@@ -265,12 +284,8 @@ func (l *Loop) runUring() {
 			case busy && !u.probe.othersRunnable(now):
 				// Served something last time: the next input is
 				// likely microseconds away; wait for it holding the P,
-				// which no other goroutine is waiting for (schedProbe).
-				// Pass through the scheduler at least every yieldEvery.
-				if now-u.parked >= int64(yieldEvery) {
-					runtime.Gosched()
-					u.parked = now
-				}
+				// which no other goroutine is waiting for (schedProbe),
+				// until the next yieldToNetpoll is due.
 				d := min(briefWait, time.Duration(u.parked+int64(yieldEvery)-now))
 				if errno = r.waitBriefly(max(d, 10*time.Microsecond)); errno == syscall.ETIME {
 					busy = false
@@ -323,6 +338,36 @@ func (l *Loop) runUring() {
 		}
 		l.finish(now)
 	}
+}
+
+// yieldToNetpoll submits what is published, so that replies do not wait,
+// then parks the loop until the scheduler has polled the network
+// (pollYield); false when the loop must stop.
+func (l *Loop) yieldToNetpoll() bool {
+	u := l.u
+	if u.r.unsubmit > 0 {
+		switch errno := u.r.enter(0); errno {
+		case 0, syscall.EINTR, syscall.EAGAIN, syscall.EBUSY:
+		default:
+			l.log.Error("event loop: io_uring_enter", "err", errno)
+			return false
+		}
+	}
+	if err := u.yielder.yield(); err != nil {
+		l.log.Error("event loop: yielding to the Go poller", "err", err)
+		return false
+	}
+	if u.probe.idleP() {
+		// The thread that readied the loop may have been the one
+		// waiting in the Go poller for the idle Ps; it now stops, and
+		// until another thread goes idle nobody polls the network.
+		// A new goroutine wakes an idle P (runtime.wakep), whose
+		// thread, once nothing is left to run, waits in the poller.
+		go func() {}()
+	}
+	u.probe.forget()
+	u.parked = time.Now().UnixNano()
+	return true
 }
 
 // waitPlain submits and waits on a plain ring (no DEFER_TASKRUN), through
@@ -637,6 +682,7 @@ func (l *Loop) teardownUring(rf *os.File) {
 		r.fd = -1
 	}
 	r.close()
+	u.yielder.close()
 	l.shutWake()
 	syscall.Close(l.wakefd)
 }
