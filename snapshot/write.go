@@ -172,6 +172,13 @@ const (
 	maxHold = 100 * time.Microsecond
 	// maxPause bounds one pause of a paced serializer (see serializer.run).
 	maxPause = time.Millisecond
+	// sliceBytes is the longest step the big value encoder and the
+	// writers take without asking whether clients wait (pauseForClients):
+	// a big value is copied into its chunk, and a chunk written out
+	// (checksum and write), this many bytes at a time. One slice is tens
+	// of µs; a 10 MB value in one piece held a CPU for milliseconds, and
+	// a memmove cannot even be preempted.
+	sliceBytes = 128 << 10
 	// traversalShare: the traversal starts a lock hold only while at most
 	// 1/traversalShare of the budget is in use, leaving the rest to the
 	// values writers drop before they are written (with 10 MB values and
@@ -333,7 +340,7 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 			out.SelectDB(c.db, keys[c.db], expires[c.db])
 			cur = c.db
 		}
-		if err := out.Raw(c.data); err != nil {
+		if err := r.writeOut(out, c.data); err != nil {
 			r.fail(err)
 		}
 		r.written(c)
@@ -719,6 +726,38 @@ func (s *serializer) finish() {
 	s.seal() // nothing left, unless the run aborted
 	s.sh.Unlock()
 	s.sendFull()
+}
+
+// writeOut writes a chunk's records to out in slices of sliceBytes,
+// pausing for clients between them (pauseForClients).
+func (r *run) writeOut(out *rdb.Writer, p []byte) error {
+	for len(p) > 0 {
+		start := time.Now()
+		n := min(len(p), sliceBytes)
+		if err := out.Raw(p[:n]); err != nil {
+			return err
+		}
+		p = p[n:]
+		r.pauseForClients(time.Since(start))
+	}
+	return nil
+}
+
+// pauseForClients is the pacing of the save's goroutines other than the
+// traversal (the big value encoders and the writers), called after each
+// slice of work that took worked: while clients wait (Busy), it sleeps
+// Pace times that long (at most maxPause), as the traversal does after a
+// lock hold, so that the event loops get the CPU. It never pauses while
+// over half the memory budget is in use: then a writer that drops values
+// may be about to wait for the output with its shard locked (budget.go),
+// and the output must drain.
+func (r *run) pauseForClients(worked time.Duration) {
+	if r.pace <= 0 || r.busy == nil || !r.mem.roomy() || !r.busy() {
+		return
+	}
+	d := min(time.Duration(r.pace)*worked, maxPause)
+	time.Sleep(d)
+	r.paused.Add(int64(d))
 }
 
 // contended reports whether a paced serializer should pause: clients wait
