@@ -277,7 +277,11 @@ func (s *serializer) encodeBig() {
 			it.mu.Unlock()
 			continue
 		}
-		buf.b = s.r.getBuf()
+		n := 0
+		if it.obj == nil {
+			n = int(it.charge) // a string's record: no regrowth, no copy
+		}
+		buf.b = s.r.getBuf(n)
 		err := s.encodeItem(it, &buf, rw)
 		if err != nil {
 			s.r.fail(fmt.Errorf("snapshot: key %q: %w", it.key, err))

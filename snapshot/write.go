@@ -163,7 +163,6 @@ type Stats struct {
 
 const (
 	chunkBytes = 128 << 10 // a serializer hands its buffer over past this size
-	queueLen   = 8         // recycled chunk buffers kept by the writer
 	// maxHold ends a traversal lock hold: writers of the shard wait
 	// behind it. The clock is read after every batch (8 buckets, about
 	// 64 keys of 100 B: a few µs), so a hold overruns it by one batch at
@@ -199,7 +198,7 @@ type run struct {
 	cutMs    int64
 	queue    chan chunk
 	abort    chan struct{} // closed when the writer gives up
-	free     chan []byte   // written chunk buffers for reuse
+	bufs     bufPool       // written chunk buffers for reuse
 	once     sync.Once
 	errMu    sync.Mutex
 	err      error
@@ -214,8 +213,6 @@ type run struct {
 	perShard bool
 	// mem bounds the bytes of the chunks sent and not yet written.
 	mem *budget
-	// freeBig is the bytes beyond two chunks of the buffers in free.
-	freeBig atomic.Int64
 	// waits measures what the save costs writers (waits.go).
 	waits waits
 }
@@ -293,8 +290,9 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 		return Stats{}, err
 	}
 	budget := newBudget(opt.MaxExtraMemory)
-	r := &run{version: out.Version(), queue: make(chan chunk, budget.chunks()), abort: make(chan struct{}), free: make(chan []byte, queueLen), keys: &prog.Keys,
+	r := &run{version: out.Version(), queue: make(chan chunk, budget.chunks()), abort: make(chan struct{}), keys: &prog.Keys,
 		limits: rdb.Limits{NoCompression: !opt.Compress}, pace: opt.Pace, busy: opt.Busy, keyDelay: opt.KeyDelay, mem: budget}
+	r.bufs.max = budget.limit / 2
 	sers, keys, expires, mem, functions := r.cut(st, opt, prog)
 
 	var wg sync.WaitGroup
@@ -416,38 +414,12 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// getBuf returns a chunk buffer, recycled from the writer when possible.
-func (r *run) getBuf() []byte {
-	select {
-	case b := <-r.free:
-		r.freeBig.Add(-bigPart(b))
-		return b[:0]
-	default:
-		return make([]byte, 0, chunkBytes+chunkBytes/4)
-	}
-}
+// getBuf returns an empty chunk buffer of capacity at least n (0: a
+// chunk's), recycled from the writers when possible (bufPool).
+func (r *run) getBuf(n int) []byte { return r.bufs.get(max(n, chunkBytes+chunkBytes/4)) }
 
-// bigPart is what a buffer holds beyond two chunks (one grown by a large
-// record).
-func bigPart(b []byte) int64 { return int64(max(cap(b)-2*chunkBytes, 0)) }
-
-// putBuf gives a written chunk's buffer back. Buffers grown by large
-// records are kept too, up to half the memory budget in all: a save of
-// 10 MB values then reuses the same few buffers instead of leaving a
-// record's worth of garbage behind each, which the collector returns to
-// the system late (measured: hundreds of MiB of extra RSS).
-func (r *run) putBuf(b []byte) {
-	big := bigPart(b)
-	if big > 0 && r.freeBig.Add(big) > r.mem.limit/2 {
-		r.freeBig.Add(-big)
-		return
-	}
-	select {
-	case r.free <- b:
-	default:
-		r.freeBig.Add(-big)
-	}
-}
+// putBuf gives a written chunk's buffer back for reuse.
+func (r *run) putBuf(b []byte) { r.bufs.put(b) }
 
 // serializer encodes one shard's buckets. Its sink methods run under the
 // shard lock (from the traversal or from a writer's pre-change hook).
@@ -495,7 +467,7 @@ func newSerializer(r *run, sh *shard.Shard, dbnum int) *serializer {
 	if r.perShard {
 		s.queue = make(chan chunk, r.mem.chunks())
 	}
-	s.buf.b = r.getBuf()
+	s.buf.b = r.getBuf(0)
 	s.rw = rdb.NewRecordWriter(&s.buf, r.version)
 	s.rw.SetLimits(r.limits)
 	return s
@@ -620,7 +592,7 @@ func (s *serializer) seal() {
 		return
 	}
 	s.full = append(s.full, chunk{db: s.db, data: s.buf.b})
-	s.buf.b = s.r.getBuf()
+	s.buf.b = s.r.getBuf(0)
 }
 
 // sendFull sends the sealed chunks.

@@ -1,0 +1,26 @@
+package snapshot
+
+import "testing"
+
+// TestBufPool: the pool hands out the smallest kept buffer that fits,
+// allocates when none does, and keeps at most max bytes.
+func TestBufPool(t *testing.T) {
+	p := &bufPool{max: 4 << 20}
+	small, big := make([]byte, 10, 200<<10), make([]byte, 0, 3<<20)
+	p.put(big)
+	p.put(small)
+	if b := p.get(100 << 10); cap(b) != 200<<10 || len(b) != 0 {
+		t.Fatalf("got cap %d len %d, want the small buffer, empty", cap(b), len(b))
+	}
+	if b := p.get(1 << 20); cap(b) != 3<<20 {
+		t.Fatalf("got cap %d, want the big buffer", cap(b))
+	}
+	if b := p.get(1 << 20); cap(b) != 1<<20 {
+		t.Fatalf("empty pool: got cap %d, want a new buffer of the size asked", cap(b))
+	}
+	p.put(big)
+	p.put(make([]byte, 0, 2<<20)) // over max: dropped
+	if p.bytes != 3<<20 || len(p.bufs) != 1 {
+		t.Fatalf("pool holds %d bytes in %d buffers, want only the 3 MiB one", p.bytes, len(p.bufs))
+	}
+}
