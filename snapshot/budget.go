@@ -128,6 +128,13 @@ func (b *budget) release(n int64) {
 	b.mu.Unlock()
 }
 
+// inUse is the bytes in flight now.
+func (b *budget) inUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
 // roomy reports whether at most half the budget is in use.
 func (b *budget) roomy() bool {
 	b.mu.Lock()

@@ -12,8 +12,11 @@ import "sync"
 // allocate. The pool hands out the smallest buffer that fits, so a 10 MB
 // buffer is not taken for a 128 KiB chunk while a small one would do.
 //
-// The pool's bytes are the save's memory too: at most max (half the
-// budget), on top of the budget's in-flight bytes.
+// The pool's bytes are the save's memory too, so it keeps a buffer only
+// while they fit, with the budget's bytes in flight, under the budget
+// (room, given by put's caller), and at most max (half the budget) in
+// all: a save holds about the budget (plus one record larger than it), in
+// flight or pooled, not the budget plus the pool.
 type bufPool struct {
 	mu    sync.Mutex
 	bufs  [][]byte
@@ -43,11 +46,11 @@ func (p *bufPool) get(n int) []byte {
 	return make([]byte, 0, max(n, chunkBytes+chunkBytes/4))
 }
 
-// put keeps b for reuse if there is room for it.
-func (p *bufPool) put(b []byte) {
+// put keeps b for reuse if the pool's bytes stay within max and room.
+func (p *bufPool) put(b []byte, room int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.bytes+int64(cap(b)) > p.max {
+	if n := p.bytes + int64(cap(b)); n > p.max || n > room {
 		return
 	}
 	p.bufs = append(p.bufs, b)

@@ -418,8 +418,9 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // chunk's), recycled from the writers when possible (bufPool).
 func (r *run) getBuf(n int) []byte { return r.bufs.get(max(n, chunkBytes+chunkBytes/4)) }
 
-// putBuf gives a written chunk's buffer back for reuse.
-func (r *run) putBuf(b []byte) { r.bufs.put(b) }
+// putBuf gives a written chunk's buffer back for reuse, if it fits in
+// the budget beside the bytes in flight (bufPool).
+func (r *run) putBuf(b []byte) { r.bufs.put(b, r.mem.limit-r.mem.inUse()) }
 
 // serializer encodes one shard's buckets. Its sink methods run under the
 // shard lock (from the traversal or from a writer's pre-change hook).
