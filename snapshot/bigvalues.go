@@ -278,7 +278,7 @@ func (s *serializer) encodeBig() {
 			continue
 		}
 		n := 0
-		if it.obj == nil {
+		if it.typ == shard.TypeString { // (it.obj changes under it.mu)
 			n = int(it.charge) // a string's record: no regrowth, no copy
 		}
 		buf.b = s.r.getBuf(n)
