@@ -331,8 +331,8 @@ func (s *serializer) encodeItem(it *bigItem, buf *appendBuffer, rw *rdb.Writer) 
 }
 
 // copyString appends the record of a big string stored raw to buf, its
-// value sliceBytes at a time, pausing for clients between slices with
-// it.mu unlocked (pauseForClients). The item stays charged (not done)
+// value sliceBytes at a time, yielding to clients between slices with
+// it.mu unlocked (yieldToClients). The item stays charged (not done)
 // until the last slice, and it.val is what is left to copy: a writer that
 // changes the value meanwhile (Unshare) copies only that rest, the very
 // bytes the value had, and the copy goes on from there.
@@ -342,7 +342,6 @@ func (s *serializer) copyString(it *bigItem, buf *appendBuffer) {
 	buf.b = rdb.AppendStringHead(buf.b, it.key, len(it.val), it.exp)
 	it.mu.Unlock()
 	for {
-		start := time.Now()
 		it.mu.Lock()
 		part := it.val[:min(len(it.val), sliceBytes)]
 		buf.b = append(buf.b, part...)
@@ -356,7 +355,7 @@ func (s *serializer) copyString(it *bigItem, buf *appendBuffer) {
 		if last {
 			return
 		}
-		s.r.pauseForClients(time.Since(start))
+		s.r.yieldToClients()
 	}
 }
 

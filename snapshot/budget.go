@@ -135,13 +135,6 @@ func (b *budget) inUse() int64 {
 	return b.used
 }
 
-// roomy reports whether at most half the budget is in use.
-func (b *budget) roomy() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return 2*b.used <= b.limit
-}
-
 // chunks is the capacity of a chunk queue: the budget, not the queue,
 // bounds what is in flight, so a queue holds as many full chunks as fit.
 func (b *budget) chunks() int { return int(min(max(b.limit/chunkBytes, 8), 4096)) }
