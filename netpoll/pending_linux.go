@@ -14,6 +14,14 @@ import (
 // loop still sees the same events). Background work such as a snapshot's
 // serializer uses it to yield the CPU only while clients wait for it.
 //
+// On an io_uring loop, completions the loop has not reaped are in the
+// completion ring, or, with DEFER_TASKRUN, still queued as task work
+// that runs only when the loop thread next enters the kernel (the ring is
+// set up with IORING_SETUP_TASKRUN_FLAG, so the kernel raises
+// IORING_SQ_TASKRUN meanwhile): both count. Looking at the completion ring
+// alone missed input reaching a loop that waits for a CPU, the very case
+// a yielding snapshot serializer asks about.
+//
 // The check holds the loop's mutex, so the epoll descriptor cannot be
 // closed (and its number reused) meanwhile: Run marks the loop stopped
 // under the same mutex before it closes anything.
@@ -24,7 +32,8 @@ func (l *Loop) Pending() bool {
 		return false
 	}
 	if l.u != nil {
-		return l.u.r.pending()
+		r := l.u.r
+		return r.pending() || r.taskrun() || r.overflowed()
 	}
 	var ev [1]syscall.EpollEvent
 	r, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_WAIT, uintptr(l.epfd),

@@ -270,31 +270,19 @@ func (s *serializer) encodeBig() {
 		}
 		it := pending[i]
 		pending = slices.Delete(pending, i, i+1)
-		it.mu.Lock()
 		if s.r.failed() != nil {
+			it.mu.Lock()
 			it.val, it.obj = nil, nil
 			it.state.Store(itemDone)
 			it.mu.Unlock()
 			continue
 		}
-		buf.b = s.r.getBuf()
-		var err error
-		if it.meta {
-			err = rw.MCFlags(it.flags)
+		n := 0
+		if it.typ == shard.TypeString { // (it.obj changes under it.mu)
+			n = int(it.charge) // a string's record: no regrowth, no copy
 		}
-		if err == nil {
-			if it.obj != nil {
-				err = encodeObj(rw, it.key, it.typ, it.obj, it.exp)
-			} else {
-				err = rw.String(it.key, it.val, it.exp)
-			}
-		}
-		if err == nil {
-			err = rw.Flush()
-		}
-		it.val, it.obj = nil, nil
-		it.state.Store(itemDone)
-		it.mu.Unlock()
+		buf.b = s.r.getBuf(n)
+		err := s.encodeItem(it, &buf, rw)
 		if err != nil {
 			s.r.fail(fmt.Errorf("snapshot: key %q: %w", it.key, err))
 			continue
@@ -306,6 +294,68 @@ func (s *serializer) encodeBig() {
 		case <-s.r.abort:
 			s.r.written(c)
 		}
+	}
+}
+
+// encodeItem encodes a charged item into buf and marks it done. A string
+// stored raw is copied in slices (copyString); the rest in one piece.
+func (s *serializer) encodeItem(it *bigItem, buf *appendBuffer, rw *rdb.Writer) error {
+	it.mu.Lock()
+	var err error
+	if it.meta {
+		err = rw.MCFlags(it.flags)
+	}
+	// (A big chunk may hold a short value after an overwrite in place:
+	// one of up to 11 bytes may take the integer encoding.)
+	if err == nil && it.obj == nil && s.r.limits.NoCompression && len(it.val) > 11 {
+		if err = rw.Flush(); err == nil {
+			it.mu.Unlock()
+			s.copyString(it, buf)
+			return nil
+		}
+	}
+	if err == nil {
+		if it.obj != nil {
+			err = encodeObj(rw, it.key, it.typ, it.obj, it.exp)
+		} else {
+			err = rw.String(it.key, it.val, it.exp)
+		}
+	}
+	if err == nil {
+		err = rw.Flush()
+	}
+	it.val, it.obj = nil, nil
+	it.state.Store(itemDone)
+	it.mu.Unlock()
+	return err
+}
+
+// copyString appends the record of a big string stored raw to buf, its
+// value sliceBytes at a time, yielding to clients between slices with
+// it.mu unlocked (yieldToClients). The item stays charged (not done)
+// until the last slice, and it.val is what is left to copy: a writer that
+// changes the value meanwhile (Unshare) copies only that rest, the very
+// bytes the value had, and the copy goes on from there.
+func (s *serializer) copyString(it *bigItem, buf *appendBuffer) {
+	it.mu.Lock()
+	buf.b = slices.Grow(buf.b, len(it.key)+len(it.val)+16) // one allocation, not doublings
+	buf.b = rdb.AppendStringHead(buf.b, it.key, len(it.val), it.exp)
+	it.mu.Unlock()
+	for {
+		it.mu.Lock()
+		part := it.val[:min(len(it.val), sliceBytes)]
+		buf.b = append(buf.b, part...)
+		it.val = it.val[len(part):]
+		last := len(it.val) == 0 || s.r.failed() != nil
+		if last {
+			it.val = nil
+			it.state.Store(itemDone)
+		}
+		it.mu.Unlock()
+		if last {
+			return
+		}
+		s.r.yieldToClients()
 	}
 }
 

@@ -128,6 +128,13 @@ func (b *budget) release(n int64) {
 	b.mu.Unlock()
 }
 
+// inUse is the bytes in flight now.
+func (b *budget) inUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
 // chunks is the capacity of a chunk queue: the budget, not the queue,
 // bounds what is in flight, so a queue holds as many full chunks as fit.
 func (b *budget) chunks() int { return int(min(max(b.limit/chunkBytes, 8), 4096)) }

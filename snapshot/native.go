@@ -265,8 +265,9 @@ func writeNative(ctx context.Context, st *shard.Store, ws []io.Writer, opt Nativ
 	if version < 10 || version > rdb.MaxVersion {
 		return Summary{}, Stats{}, fmt.Errorf("snapshot: cannot write RDB version %d", version)
 	}
-	r := &run{version: version, abort: make(chan struct{}), free: make(chan []byte, 2*len(ws)), keys: &prog.Keys,
+	r := &run{version: version, abort: make(chan struct{}), keys: &prog.Keys,
 		limits: rdb.Limits{NoCompression: true}, pace: opt.Pace, busy: opt.Busy, keyDelay: opt.KeyDelay, perShard: true, mem: newBudget(opt.MaxExtraMemory)}
+	r.bufs.max = r.mem.limit / 2
 	sers, keys, expires, mem, functions := r.cut(st, opt.Options, prog)
 	aux := append(rdb.DefaultAux(mem), opt.Aux...)
 	sum := Summary{Format: "damselfly-native", Version: NativeFormatVersion, CreatedMs: r.cutMs, Shards: len(sers),
@@ -331,7 +332,7 @@ func writeShard(w io.Writer, s *serializer, r *run, opt NativeOptions, aux []rdb
 			out.SelectDB(c.db, s.keysAt[c.db], s.expiresAt[c.db])
 			cur = c.db
 		}
-		err = out.Raw(c.data)
+		err = r.writeOut(out, c.data)
 		r.written(c)
 		if n := cw.n.Load(); n != last {
 			written.Add(n - last)

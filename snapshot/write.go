@@ -163,7 +163,6 @@ type Stats struct {
 
 const (
 	chunkBytes = 128 << 10 // a serializer hands its buffer over past this size
-	queueLen   = 8         // recycled chunk buffers kept by the writer
 	// maxHold ends a traversal lock hold: writers of the shard wait
 	// behind it. The clock is read after every batch (8 buckets, about
 	// 64 keys of 100 B: a few µs), so a hold overruns it by one batch at
@@ -172,6 +171,13 @@ const (
 	maxHold = 100 * time.Microsecond
 	// maxPause bounds one pause of a paced serializer (see serializer.run).
 	maxPause = time.Millisecond
+	// sliceBytes is the longest step the big value encoder and the
+	// writers take without asking whether clients wait (yieldToClients):
+	// a big value is copied into its chunk, and a chunk written out
+	// (checksum and write), this many bytes at a time. One slice is tens
+	// of µs; a 10 MB value in one piece held a CPU for milliseconds, and
+	// a memmove cannot even be preempted.
+	sliceBytes = 128 << 10
 	// traversalShare: the traversal starts a lock hold only while at most
 	// 1/traversalShare of the budget is in use, leaving the rest to the
 	// values writers drop before they are written (with 10 MB values and
@@ -192,7 +198,7 @@ type run struct {
 	cutMs    int64
 	queue    chan chunk
 	abort    chan struct{} // closed when the writer gives up
-	free     chan []byte   // written chunk buffers for reuse
+	bufs     bufPool       // written chunk buffers for reuse
 	once     sync.Once
 	errMu    sync.Mutex
 	err      error
@@ -207,8 +213,6 @@ type run struct {
 	perShard bool
 	// mem bounds the bytes of the chunks sent and not yet written.
 	mem *budget
-	// freeBig is the bytes beyond two chunks of the buffers in free.
-	freeBig atomic.Int64
 	// waits measures what the save costs writers (waits.go).
 	waits waits
 }
@@ -286,8 +290,9 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 		return Stats{}, err
 	}
 	budget := newBudget(opt.MaxExtraMemory)
-	r := &run{version: out.Version(), queue: make(chan chunk, budget.chunks()), abort: make(chan struct{}), free: make(chan []byte, queueLen), keys: &prog.Keys,
+	r := &run{version: out.Version(), queue: make(chan chunk, budget.chunks()), abort: make(chan struct{}), keys: &prog.Keys,
 		limits: rdb.Limits{NoCompression: !opt.Compress}, pace: opt.Pace, busy: opt.Busy, keyDelay: opt.KeyDelay, mem: budget}
+	r.bufs.max = budget.limit / 2
 	sers, keys, expires, mem, functions := r.cut(st, opt, prog)
 
 	var wg sync.WaitGroup
@@ -333,7 +338,7 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 			out.SelectDB(c.db, keys[c.db], expires[c.db])
 			cur = c.db
 		}
-		if err := out.Raw(c.data); err != nil {
+		if err := r.writeOut(out, c.data); err != nil {
 			r.fail(err)
 		}
 		r.written(c)
@@ -409,38 +414,13 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// getBuf returns a chunk buffer, recycled from the writer when possible.
-func (r *run) getBuf() []byte {
-	select {
-	case b := <-r.free:
-		r.freeBig.Add(-bigPart(b))
-		return b[:0]
-	default:
-		return make([]byte, 0, chunkBytes+chunkBytes/4)
-	}
-}
+// getBuf returns an empty chunk buffer of capacity at least n (0: a
+// chunk's), recycled from the writers when possible (bufPool).
+func (r *run) getBuf(n int) []byte { return r.bufs.get(max(n, chunkBytes+chunkBytes/4)) }
 
-// bigPart is what a buffer holds beyond two chunks (one grown by a large
-// record).
-func bigPart(b []byte) int64 { return int64(max(cap(b)-2*chunkBytes, 0)) }
-
-// putBuf gives a written chunk's buffer back. Buffers grown by large
-// records are kept too, up to half the memory budget in all: a save of
-// 10 MB values then reuses the same few buffers instead of leaving a
-// record's worth of garbage behind each, which the collector returns to
-// the system late (measured: hundreds of MiB of extra RSS).
-func (r *run) putBuf(b []byte) {
-	big := bigPart(b)
-	if big > 0 && r.freeBig.Add(big) > r.mem.limit/2 {
-		r.freeBig.Add(-big)
-		return
-	}
-	select {
-	case r.free <- b:
-	default:
-		r.freeBig.Add(-big)
-	}
-}
+// putBuf gives a written chunk's buffer back for reuse, if it fits in
+// the budget beside the bytes in flight (bufPool).
+func (r *run) putBuf(b []byte) { r.bufs.put(b, r.mem.limit-r.mem.inUse()) }
 
 // serializer encodes one shard's buckets. Its sink methods run under the
 // shard lock (from the traversal or from a writer's pre-change hook).
@@ -488,7 +468,7 @@ func newSerializer(r *run, sh *shard.Shard, dbnum int) *serializer {
 	if r.perShard {
 		s.queue = make(chan chunk, r.mem.chunks())
 	}
-	s.buf.b = r.getBuf()
+	s.buf.b = r.getBuf(0)
 	s.rw = rdb.NewRecordWriter(&s.buf, r.version)
 	s.rw.SetLimits(r.limits)
 	return s
@@ -613,7 +593,7 @@ func (s *serializer) seal() {
 		return
 	}
 	s.full = append(s.full, chunk{db: s.db, data: s.buf.b})
-	s.buf.b = s.r.getBuf()
+	s.buf.b = s.r.getBuf(0)
 }
 
 // sendFull sends the sealed chunks.
@@ -719,6 +699,34 @@ func (s *serializer) finish() {
 	s.seal() // nothing left, unless the run aborted
 	s.sh.Unlock()
 	s.sendFull()
+}
+
+// writeOut writes a chunk's records to out in slices of sliceBytes,
+// letting waiting clients have the CPU between them (yieldToClients).
+func (r *run) writeOut(out *rdb.Writer, p []byte) error {
+	for len(p) > 0 {
+		n := min(len(p), sliceBytes)
+		if err := out.Raw(p[:n]); err != nil {
+			return err
+		}
+		p = p[n:]
+		r.yieldToClients()
+	}
+	return nil
+}
+
+// yieldToClients is the pacing of the big value encoders and the writers,
+// called between slices: while clients wait (Busy), the goroutine goes
+// behind every runnable one (an event loop back from the kernel with
+// input but no P is one), without sleeping. Both must keep going: the
+// writers free the budget, and a big value the encoder has not copied yet
+// is charged to the budget when a writer drops it; sleeping there (Pace
+// times each slice) made writers dropping 10 MB values wait for room with
+// their shard locked (measured: 60-690 ms of drop budget waits per save).
+func (r *run) yieldToClients() {
+	if r.pace > 0 && r.busy != nil && r.busy() {
+		runtime.Gosched()
+	}
 }
 
 // contended reports whether a paced serializer should pause: clients wait

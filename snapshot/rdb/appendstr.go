@@ -70,3 +70,21 @@ func appendBlob(dst, s []byte, compress bool) []byte {
 	}
 	return append(appendLength(dst, uint64(len(s))), s...)
 }
+
+// AppendStringHead appends the record of a string key whose value is
+// stored raw (not LZF compressed) up to the value's bytes: the expiry
+// opcode when expireAtMs > 0, the type, the key and the value's length.
+// The caller then appends exactly valLen bytes of value, which lets it
+// copy a big value in slices (the snapshot's big value encoder pauses
+// between them for clients). valLen must exceed 11, so that the value
+// is not one AppendString would integer-encode; the record is then what
+// AppendString writes without compression.
+func AppendStringHead(dst, key []byte, valLen int, expireAtMs int64) []byte {
+	if expireAtMs > 0 {
+		dst = append(dst, opExpireTimeMs)
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(expireAtMs))
+	}
+	dst = append(dst, typeString)
+	dst = appendRDBString(dst, key, false)
+	return appendLength(dst, uint64(valLen))
+}

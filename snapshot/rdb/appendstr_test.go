@@ -37,6 +37,30 @@ func TestAppendStringMatchesWriter(t *testing.T) {
 	}
 }
 
+// TestAppendStringHead: the head plus the raw value is Writer.String's
+// record, uncompressed, for values over 11 bytes (keys of any form).
+func TestAppendStringHead(t *testing.T) {
+	vals := []string{"123456789012", strings.Repeat("a", 63), strings.Repeat("b", 64), strings.Repeat("c", 16383),
+		strings.Repeat("d", 16384), strings.Repeat("e", 70000)}
+	for _, exp := range []int64{0, 1700000000123} {
+		for _, k := range []string{"", "7", "-32768", "key:1", strings.Repeat("k", 300)} {
+			for _, v := range vals {
+				var buf bytes.Buffer
+				w := NewRecordWriter(&buf, 10)
+				w.SetLimits(Limits{NoCompression: true})
+				if err := w.String([]byte(k), []byte(v), exp); err != nil {
+					t.Fatal(err)
+				}
+				w.Flush()
+				got := append(AppendStringHead(nil, []byte(k), len(v), exp), v...)
+				if !bytes.Equal(got, buf.Bytes()) {
+					t.Fatalf("exp=%d key %q value of %d bytes:\n got %x\nwant %x", exp, k, len(v), got[:min(len(got), 40)], buf.Bytes()[:min(buf.Len(), 40)])
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkStringRecord encodes one 100-byte string record, per key:
 // through the record Writer (a bufio write per field) against one append.
 func BenchmarkStringRecord(b *testing.B) {
