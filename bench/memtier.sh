@@ -19,7 +19,9 @@
 # runs. SERVERS (default "damselfly redis") may add damselfly-gpc: Damselfly with
 # --goroutine-per-conn, which is how Unix-socket clients were served before
 # they moved to the event loops, and damselfly-epoll: the event loops on
-# epoll (plain damselfly uses io_uring where the kernel allows it).
+# epoll (plain damselfly uses io_uring where the kernel allows it), and
+# damselfly-old: the binary DAMSELFLY_OLD (e.g. an earlier commit's), to
+# measure a change in the same run.
 #
 # memtier_benchmark is not packaged by Debian: build it by hand outside the
 # repository and put it on PATH or in $MEMTIER, e.g.
@@ -42,6 +44,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
 if [ -n "${DAMSELFLY:-}" ]; then cp "$DAMSELFLY" "$work/damselfly"; else (cd "$root" && go build -o "$work/damselfly" ./cmd/damselfly); fi
+if [ -n "${DAMSELFLY_OLD:-}" ]; then cp "$DAMSELFLY_OLD" "$work/damselfly-old"; fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
@@ -57,6 +60,8 @@ start() {
     damselfly-epoll) taskset -c 0 "$work/damselfly" --event-loop epoll --port "$port" --bind 127.0.0.1 --unixsocket "$sock" \
                  --save "" --dir "$work" --loglevel warning >"$work/$server.log" 2>&1 & ;;
     damselfly) taskset -c 0 "$work/damselfly" --port "$port" --bind 127.0.0.1 --unixsocket "$sock" \
+                 --save "" --dir "$work" --loglevel warning >"$work/$server.log" 2>&1 & ;;
+    damselfly-old) taskset -c 0 "$work/damselfly-old" --port "$port" --bind 127.0.0.1 --unixsocket "$sock" \
                  --save "" --dir "$work" --loglevel warning >"$work/$server.log" 2>&1 & ;;
     redis) taskset -c 0 redis-server --port "$port" --bind 127.0.0.1 --unixsocket "$sock" --save "" \
              --appendonly no --dir "$work" --loglevel warning >"$work/$server.log" 2>&1 & ;;

@@ -198,8 +198,9 @@ func (t *Table) Prefetch(h uint64) {
 // overlaps those cache misses instead of stalling on each in turn (a
 // pipeline of GETs or SETs over a table bigger than the caches). It then
 // appends to refs, per hash, the ref of its first fingerprint match (the
-// entry a Find would compare first), for the caller to prefetch the same
-// way, and returns refs. It changes nothing.
+// entry a Find would compare first; in a stash bucket when the home and
+// neighbour buckets have none), for the caller to prefetch the same way,
+// and returns refs. It changes nothing.
 func (t *Table) PrefetchLookups(hs []uint64, refs []Ref) []Ref {
 	for _, h := range hs {
 		t.Prefetch(h)
@@ -208,11 +209,18 @@ func (t *Table) PrefetchLookups(hs []uint64, refs []Ref) []Ref {
 		s := t.dir[h>>t.shift]
 		home := homeOf(h)
 		fp := fpOf(h)
-		b := &s.buckets[home]
+		hb := &s.buckets[home]
+		b := hb
 		m := b.match(fp) &^ b.probe
 		if m == 0 {
 			b = &s.buckets[neighbour(home)]
 			m = b.match(fp) & b.probe
+		}
+		// Neither holds it: Find goes on to the stash buckets (findStash),
+		// two more misses each (bucket, entry) unless read here too.
+		for st := hb.stashes; m == 0 && hb.ovf != 0 && st != 0; st &= st - 1 {
+			b = &s.buckets[nRegular+uint(bits.TrailingZeros8(st))]
+			m = b.match(fp)
 		}
 		if m != 0 {
 			refs = append(refs, b.refs[bits.TrailingZeros8(m)])

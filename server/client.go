@@ -432,7 +432,9 @@ func (c *Client) dispatch(args [][]byte) {
 		c.err("READONLY You can't write against a read only replica.")
 		return
 	}
-	c.lastCmd.Store(cmd)
+	if c.lastCmd.Load() != cmd { // a pipeline repeats its command: skip the store's write barrier
+		c.lastCmd.Store(cmd)
+	}
 	c.run(cmd, args)
 }
 

@@ -98,6 +98,10 @@ func benchPipelined(b *testing.B, cmd string, keys int) {
 				buf = append(buf, encode("SET", next(), val)...)
 			case "INCR":
 				buf = append(buf, encode("INCR", "n"+next())...)
+			case "LPUSH": // as redis-benchmark: one list
+				buf = append(buf, encode("LPUSH", "mylist", val)...)
+			case "HSET": // as redis-benchmark: one hash, random fields
+				buf = append(buf, encode("HSET", "myhash", "element:"+next(), val)...)
 			default:
 				buf = append(buf, encode(cmd, next())...)
 			}
@@ -131,3 +135,8 @@ func cpuTime() int64 {
 func BenchmarkExecutePipelinedGet(b *testing.B)  { benchPipelined(b, "GET", 1<<20) }
 func BenchmarkExecutePipelinedSet(b *testing.B)  { benchPipelined(b, "SET", 1<<20) }
 func BenchmarkExecutePipelinedIncr(b *testing.B) { benchPipelined(b, "INCR", 1<<20) }
+
+// As redis-benchmark -t lpush,hset -r 100000: one list, one hash of up to
+// 100k fields.
+func BenchmarkExecutePipelinedLPush(b *testing.B) { benchPipelined(b, "LPUSH", 100000) }
+func BenchmarkExecutePipelinedHSet(b *testing.B)  { benchPipelined(b, "HSET", 100000) }

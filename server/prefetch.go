@@ -11,7 +11,8 @@ import (
 // request after the other, each waits in turn. When the input buffer holds
 // several complete requests, the client first peeks at up to aheadMax of
 // them (resp.PeekKey: name and first argument only), and for those whose
-// first argument is a key reads their index buckets, then the first 512
+// first argument is a key reads their index buckets (home, neighbour and,
+// for a key kept in a stash bucket, that bucket), then the first 512
 // bytes of the entries a lookup would compare, each step in a tight loop
 // (shard.DB.PrefetchLookups), so the CPU overlaps the misses; the commands
 // then run as before and find their data in cache.
