@@ -24,6 +24,8 @@
 // -replica-pid) and the bytes the primary sent (INFO stats
 // total_net_repl_output_bytes; Damselfly has no such field, so its
 // process's wchar from /proc/PID/io, which a diskless sync makes the wire).
+// Once the writers stop, it checks that the replica caught up and holds
+// the primary's values (10,000 random keys compared).
 // -populate fills with DEBUG POPULATE (the same key:N names, faster than
 // SETs for 10M keys; the server needs its debug command enabled).
 package main
@@ -120,6 +122,9 @@ func main() {
 		res.fork = s + " µs"
 	}
 	l.wg.Wait()
+	if res.sync != nil {
+		res.sync.check = checkReplica(ctx, rc, cfg)
+	}
 	close(stopSampling)
 	<-sampled
 	res.status = "?"
@@ -163,7 +168,41 @@ func fillKeys(ctx context.Context, rc *redis.Client, keys int, val []byte, popul
 type syncResult struct {
 	replicaCPU [2]int64
 	bytes      int64
-	keys       int64 // the replica's DBSIZE once in sync
+	keys       int64  // the replica's DBSIZE once in sync
+	check      string // checkReplica's verdict once the load has stopped
+}
+
+// checkReplica waits, once the writers have stopped, until the replica
+// has applied the primary's whole stream (equal master_repl_offset), then
+// compares the values of 10,000 random keys: the writes made during the
+// sync must have reached the replica.
+func checkReplica(ctx context.Context, rc *redis.Client, cfg config) string {
+	rep := redis.NewClient(&redis.Options{Addr: cfg.replica, ReadTimeout: time.Minute})
+	defer rep.Close()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		p, _ := infoField(ctx, rc, "replication", "master_repl_offset")
+		r, _ := infoField(ctx, rep, "replication", "master_repl_offset")
+		if p == r && p != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Sprintf("NOT CAUGHT UP after 1 min (primary offset %s, replica %s)", p, r)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	const n = 10000
+	differ := 0
+	for range n {
+		k := "key:" + strconv.Itoa(rand.IntN(cfg.keys))
+		if rc.Get(ctx, k).Val() != rep.Get(ctx, k).Val() {
+			differ++
+		}
+	}
+	if differ > 0 {
+		return fmt.Sprintf("%d OF %d KEYS DIFFER", differ, n)
+	}
+	return fmt.Sprintf("%d random keys equal on both", n)
 }
 
 // fullSync makes the replica of cfg a replica of the server rc talks to
@@ -343,8 +382,8 @@ func reportEventCPU(l *setLoad, res result, event string) {
 	}
 	fmt.Printf("  %s: server CPU %.2f s (incl. children), %.2f s over its SETs at the no-save rate", event, during, excess)
 	if sr := res.sync; sr != nil {
-		fmt.Printf(" | replica CPU %.2f s | %.1f MB sent (total_net_repl_output_bytes, or wchar) | replica keys %d",
-			secs(sr.replicaCPU), float64(sr.bytes)/1e6, sr.keys)
+		fmt.Printf(" | replica CPU %.2f s | %.1f MB sent (total_net_repl_output_bytes, or wchar) | replica keys %d | after the load: %s",
+			secs(sr.replicaCPU), float64(sr.bytes)/1e6, sr.keys, sr.check)
 	}
 	fmt.Println()
 }
