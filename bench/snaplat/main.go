@@ -16,6 +16,18 @@
 // server's CPU per SET per phase from /proc/PID/stat (utime+stime of the
 // process, and separately of its reaped children: Redis's fork), and the
 // fork time Redis reports (INFO stats latest_fork_usec).
+//
+// With -replica ADDR the measured event is a full sync instead of a BGSAVE:
+// the replica (an empty server) gets REPLICAOF this server, and the phase
+// lasts until the replica reports master_link_status:up with no sync in
+// progress. The report then adds the replica's CPU over the sync (with
+// -replica-pid) and the bytes the primary sent (INFO stats
+// total_net_repl_output_bytes; Damselfly has no such field, so its
+// process's wchar from /proc/PID/io, which a diskless sync makes the wire).
+// Once the writers stop, it checks that the replica caught up and holds
+// the primary's values (10,000 random keys compared).
+// -populate fills with DEBUG POPULATE (the same key:N names, faster than
+// SETs for 10M keys; the server needs its debug command enabled).
 package main
 
 import (
@@ -43,6 +55,9 @@ type config struct {
 	clients         int
 	before          time.Duration
 	fill, verbose   bool
+	populate        bool
+	replica         string // full sync to this server instead of a BGSAVE
+	replicaPid      int
 }
 
 func main() {
@@ -55,6 +70,9 @@ func main() {
 	flag.DurationVar(&cfg.before, "before", 3*time.Second, "load without a save before BGSAVE")
 	flag.BoolVar(&cfg.fill, "fill", true, "FLUSHALL and write every key first")
 	flag.BoolVar(&cfg.verbose, "v", false, "list the SETs slower than 500 ms")
+	flag.BoolVar(&cfg.populate, "populate", false, "fill with DEBUG POPULATE instead of pipelined SETs")
+	flag.StringVar(&cfg.replica, "replica", "", "measure a full sync to this empty server instead of a BGSAVE")
+	flag.IntVar(&cfg.replicaPid, "replica-pid", 0, "the replica's PID (for its CPU)")
 	flag.Parse()
 	ctx := context.Background()
 	rc := redis.NewClient(&redis.Options{Addr: cfg.addr, PoolSize: cfg.clients + 4, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
@@ -64,7 +82,7 @@ func main() {
 		val[i] = 'a' + byte(i%26)
 	}
 	if cfg.fill {
-		fillKeys(ctx, rc, cfg.keys, val)
+		fillKeys(ctx, rc, cfg.keys, val, cfg.populate)
 		time.Sleep(2 * time.Second)
 	}
 	var res result
@@ -86,8 +104,12 @@ func main() {
 	must(rc.ConfigResetStat(ctx).Err())
 	res.bgsaveAt = time.Since(l.start)
 	l.phase.Store(1)
-	must(rc.BgSave(ctx).Err())
-	waitSave(ctx, rc)
+	if cfg.replica == "" {
+		must(rc.BgSave(ctx).Err())
+		waitSave(ctx, rc)
+	} else {
+		res.sync = fullSync(ctx, rc, cfg)
+	}
 	res.saveEnd = time.Since(l.start)
 	res.saveDur = res.saveEnd - res.bgsaveAt
 	l.phase.Store(2)
@@ -100,6 +122,9 @@ func main() {
 		res.fork = s + " µs"
 	}
 	l.wg.Wait()
+	if res.sync != nil {
+		res.sync.check = checkReplica(ctx, rc, cfg)
+	}
 	close(stopSampling)
 	<-sampled
 	res.status = "?"
@@ -117,11 +142,16 @@ type result struct {
 	bgsaveAt, saveEnd time.Duration // from the start of the load
 	saveDur           time.Duration
 	fork, status      string
+	sync              *syncResult // with -replica
 }
 
 // fillKeys writes key:0..keys-1 once, pipelined.
-func fillKeys(ctx context.Context, rc *redis.Client, keys int, val []byte) {
+func fillKeys(ctx context.Context, rc *redis.Client, keys int, val []byte, populate bool) {
 	must(rc.FlushAll(ctx).Err())
+	if populate {
+		must(rc.Do(ctx, "DEBUG", "POPULATE", keys, "key", len(val)).Err())
+		return
+	}
 	batch := max(1, min(1000, (4<<20)/max(len(val), 1)))
 	for i := 0; i < keys; i += batch {
 		p := rc.Pipeline()
@@ -131,6 +161,91 @@ func fillKeys(ctx context.Context, rc *redis.Client, keys int, val []byte) {
 		_, err := p.Exec(ctx)
 		must(err)
 	}
+}
+
+// syncResult is what a full sync cost: the replica's CPU ticks (self and
+// reaped children) and the bytes the primary sent, over the sync.
+type syncResult struct {
+	replicaCPU [2]int64
+	bytes      int64
+	keys       int64  // the replica's DBSIZE once in sync
+	check      string // checkReplica's verdict once the load has stopped
+}
+
+// checkReplica waits, once the writers have stopped, until the replica
+// has applied the primary's whole stream (equal master_repl_offset), then
+// compares the values of 10,000 random keys: the writes made during the
+// sync must have reached the replica.
+func checkReplica(ctx context.Context, rc *redis.Client, cfg config) string {
+	rep := redis.NewClient(&redis.Options{Addr: cfg.replica, ReadTimeout: time.Minute})
+	defer rep.Close()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		p, _ := infoField(ctx, rc, "replication", "master_repl_offset")
+		r, _ := infoField(ctx, rep, "replication", "master_repl_offset")
+		if p == r && p != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Sprintf("NOT CAUGHT UP after 1 min (primary offset %s, replica %s)", p, r)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	const n = 10000
+	differ := 0
+	for range n {
+		k := "key:" + strconv.Itoa(rand.IntN(cfg.keys))
+		if rc.Get(ctx, k).Val() != rep.Get(ctx, k).Val() {
+			differ++
+		}
+	}
+	if differ > 0 {
+		return fmt.Sprintf("%d OF %d KEYS DIFFER", differ, n)
+	}
+	return fmt.Sprintf("%d random keys equal on both", n)
+}
+
+// fullSync makes the replica of cfg a replica of the server rc talks to
+// and returns once it is in sync.
+func fullSync(ctx context.Context, rc *redis.Client, cfg config) *syncResult {
+	rep := redis.NewClient(&redis.Options{Addr: cfg.replica, ReadTimeout: time.Minute})
+	defer rep.Close()
+	host, port, ok := strings.Cut(cfg.addr, ":")
+	if !ok {
+		log.Fatalf("address %q has no port", cfg.addr)
+	}
+	b0, r0 := replBytes(ctx, rc, cfg.pid), cpuTicks(cfg.replicaPid)
+	must(rep.Do(ctx, "REPLICAOF", host, port).Err())
+	for {
+		time.Sleep(20 * time.Millisecond)
+		up, _ := infoField(ctx, rep, "replication", "master_link_status")
+		busy, _ := infoField(ctx, rep, "replication", "master_sync_in_progress")
+		if up == "up" && busy == "0" {
+			break
+		}
+	}
+	r1 := cpuTicks(cfg.replicaPid)
+	res := &syncResult{replicaCPU: [2]int64{r1[0] - r0[0], r1[1] - r0[1]}, bytes: replBytes(ctx, rc, cfg.pid) - b0}
+	res.keys = rep.DBSize(ctx).Val()
+	return res
+}
+
+// replBytes is what the primary has sent its replicas: redis-server's
+// total_net_repl_output_bytes, else the process's wchar (Damselfly's
+// diskless sync is all it writes during the sync).
+func replBytes(ctx context.Context, rc *redis.Client, pid int) int64 {
+	if s, ok := infoField(ctx, rc, "stats", "total_net_repl_output_bytes"); ok {
+		n, _ := strconv.ParseInt(s, 10, 64)
+		return n
+	}
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "wchar: "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // waitSave returns when INFO persistence says no BGSAVE is running.
@@ -231,9 +346,13 @@ func report(cfg config, l *setLoad, res result) {
 		}
 		fmt.Println()
 	}
-	fmt.Printf("keys %d x %d B, %d clients | idle Pss %.1f MiB | save %.2f s (%s) | latest_fork_usec %s | load average %s\n",
-		cfg.keys, cfg.size, cfg.clients, mib(res.idle), res.saveDur.Seconds(), res.status, res.fork, loadavg())
-	for i, name := range []string{"no save", "during save"} {
+	event := "save"
+	if res.sync != nil {
+		event = "full sync"
+	}
+	fmt.Printf("keys %d x %d B, %d clients | idle Pss %.1f MiB | %s %.2f s (%s) | latest_fork_usec %s | load average %s\n",
+		cfg.keys, cfg.size, cfg.clients, mib(res.idle), event, res.saveDur.Seconds(), res.status, res.fork, loadavg())
+	for i, name := range []string{"no save", "during " + event} {
 		lat := l.lat[i]
 		slices.Sort(lat)
 		d := cfg.before
@@ -248,6 +367,25 @@ func report(cfg config, l *setLoad, res result) {
 				res.srvLat[i], float64(res.cpu[i][0])*1e6/ticksPerSec/float64(len(lat)), float64(res.cpu[i][1])*1e6/ticksPerSec/float64(len(lat)))
 		}
 	}
+	reportEventCPU(l, res, event)
+}
+
+// reportEventCPU prints the server's CPU seconds over the save (or sync)
+// and their excess over what its SETs cost at the no-save rate: the
+// save's own CPU, estimated, since the writers share the process.
+func reportEventCPU(l *setLoad, res result, event string) {
+	secs := func(t [2]int64) float64 { return float64(t[0]+t[1]) / ticksPerSec }
+	during := secs(res.cpu[1])
+	excess := during
+	if n := len(l.lat[0]); n > 0 {
+		excess -= secs(res.cpu[0]) / float64(n) * float64(len(l.lat[1]))
+	}
+	fmt.Printf("  %s: server CPU %.2f s (incl. children), %.2f s over its SETs at the no-save rate", event, during, excess)
+	if sr := res.sync; sr != nil {
+		fmt.Printf(" | replica CPU %.2f s | %.1f MB sent (total_net_repl_output_bytes, or wchar) | replica keys %d | after the load: %s",
+			secs(sr.replicaCPU), float64(sr.bytes)/1e6, sr.keys, sr.check)
+	}
+	fmt.Println()
 }
 
 // ticksPerSec is the kernel's USER_HZ (/proc/PID/stat's unit).
