@@ -22,6 +22,15 @@ import (
 // alone missed input reaching a loop that waits for a CPU, the very case
 // a yielding snapshot serializer asks about.
 //
+// A loop that is not asleep in the kernel waiting for input counts as
+// pending too: it is serving, or it wants a CPU back (runnable after
+// runtime.Gosched, parked for the Go poller in yieldToNetpoll, or in a
+// handler waiting for a lock whose holder must run first). Its own
+// clients may then have nothing new in the ring, their replies not even
+// submitted yet: a snapshot's encoder that asked only about the ring ran
+// on for 15-70 ms while both loops waited for a CPU (runtime trace of a
+// BGSAVE of 100 KB values under 8 writers, BENCHMARKS.md).
+//
 // The check holds the loop's mutex, so the epoll descriptor cannot be
 // closed (and its number reused) meanwhile: Run marks the loop stopped
 // under the same mutex before it closes anything.
@@ -30,6 +39,9 @@ func (l *Loop) Pending() bool {
 	defer l.mu.Unlock()
 	if l.stopped {
 		return false
+	}
+	if !l.asleep.Load() {
+		return true
 	}
 	if l.u != nil {
 		r := l.u.r

@@ -54,8 +54,8 @@ func (h *blockingHandler) Output() []byte {
 	return h.lineHandler.Output()
 }
 
-// TestPendingWhileLoopBusy: input that reaches a loop busy in a handler is
-// reported by Pending on every kind of loop. On a DEFER_TASKRUN io_uring
+// TestPendingWhileLoopBusy: a loop busy in a handler, and input that
+// reaches it meanwhile, are reported by Pending on every kind of loop. On a DEFER_TASKRUN io_uring
 // ring the receive is not in the completion ring yet: it waits as task
 // work for the loop's next io_uring_enter (IORING_SQ_TASKRUN).
 func TestPendingWhileLoopBusy(t *testing.T) {
@@ -100,6 +100,13 @@ func TestPendingWhileLoopBusy(t *testing.T) {
 		}
 		io.WriteString(conns[0], "block\n")
 		<-entered // the loop is busy in conns[0]'s handler from now on
+		// Busy with nothing else queued still counts: the loop wants a
+		// CPU (a handler may be waiting for a lock whose holder must
+		// run), and its clients' replies may not even be submitted.
+		if !l.Pending() {
+			close(release)
+			t.Fatal("a loop busy in a handler is not reported by Pending")
+		}
 		io.WriteString(conns[1], "waiting\n")
 		deadline = time.Now().Add(5 * time.Second)
 		for !l.Pending() {
