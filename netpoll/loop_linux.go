@@ -48,7 +48,7 @@ type Loop struct {
 	// poller) for input with nothing left to do. Every other moment it
 	// wants a CPU: serving, runnable after a yield or a wake-up, or in a
 	// handler waiting for a lock whose holder needs a CPU to let go of
-	// it. Pending reports that too (see there).
+	// it (Awake).
 	asleep atomic.Bool
 }
 
