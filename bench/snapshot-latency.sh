@@ -21,6 +21,10 @@
 # lock hold (what a writer can wait behind the save) and in_flight_peak_MiB
 # the save's extra memory as counted by its budget. Load averages are
 # printed with every run: the machine is shared.
+#
+# PIN=1 runs each server on core 0 and snaplat on core 1 (taskset), as
+# the other benchmarks do: the server then has one CPU (GOMAXPROCS 1), so
+# its event loops and the save's goroutines share one P.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 dfly=${1:?usage: snapshot-latency.sh DAMSELFLY_BINARY [REDIS_SERVER]}
@@ -34,11 +38,13 @@ for s in $sizes; do
 	[ "$redis" = - ] || servers+=("$redis --appendonly no")
 	for srv in "${servers[@]}"; do
 		dir=$(mktemp -d); port=$((20000 + RANDOM % 30000))
-		$srv --port "$port" --dir "$dir" --save "" >"$dir/log" 2>&1 &
+		srvpin=(); clipin=()
+		[ "${PIN:-0}" = 1 ] && srvpin=(taskset -c 0) && clipin=(taskset -c 1)
+		"${srvpin[@]}" $srv --port "$port" --dir "$dir" --save "" >"$dir/log" 2>&1 &
 		pid=$!
 		for _ in $(seq 1 100); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.05; done
 		echo "== $srv | $keys x $size B, $clients clients | load average $(cut -d' ' -f1-3 /proc/loadavg)"
-		/tmp/snaplat.$$ -addr "127.0.0.1:$port" -pid "$pid" -keys "$keys" -size "$size" -clients "$clients" -before "${BEFORE:-3s}" || true
+		"${clipin[@]}" /tmp/snaplat.$$ -addr "127.0.0.1:$port" -pid "$pid" -keys "$keys" -size "$size" -clients "$clients" -before "${BEFORE:-3s}" || true
 		grep -h "DB saved" "$dir/log" | sed 's/^/  server: /' || true
 		kill "$pid"; wait "$pid" 2>/dev/null || true
 		rm -rf "$dir"

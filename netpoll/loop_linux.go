@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -42,6 +43,13 @@ type Loop struct {
 	closes   []request
 	released [][]request // held batches whose barrier passed
 	stopped  bool
+
+	// asleep is set while the loop waits in the kernel (or on the Go
+	// poller) for input with nothing left to do. Every other moment it
+	// wants a CPU: serving, runnable after a yield or a wake-up, or in a
+	// handler waiting for a lock whose holder needs a CPU to let go of
+	// it (Awake).
+	asleep atomic.Bool
 }
 
 // slot is the loop's state of one connection.
@@ -75,6 +83,7 @@ func New(log *slog.Logger) (*Loop, error) {
 		return nil, os.NewSyscallError("eventfd2", errno)
 	}
 	l := &Loop{log: log, epfd: epfd, wakefd: int(r)}
+	l.asleep.Store(true) // nothing to serve until Run
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(l.wakefd)}
 	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, l.wakefd, &ev); err != nil {
 		syscall.Close(epfd)
@@ -250,8 +259,11 @@ func (l *Loop) Run() {
 		var errno syscall.Errno
 		err := rc.Read(func(uintptr) bool {
 			n, errno = l.poll()
-			return n != 0 || (errno != 0 && errno != syscall.EINTR)
+			ready := n != 0 || (errno != 0 && errno != syscall.EINTR)
+			l.asleep.Store(!ready) // parks on the Go poller unless ready
+			return ready
 		})
+		l.asleep.Store(false)
 		if err == nil && errno != 0 {
 			err = errno
 		}

@@ -54,8 +54,8 @@ func (h *blockingHandler) Output() []byte {
 	return h.lineHandler.Output()
 }
 
-// TestPendingWhileLoopBusy: input that reaches a loop busy in a handler is
-// reported by Pending on every kind of loop. On a DEFER_TASKRUN io_uring
+// TestPendingWhileLoopBusy: a loop busy in a handler is Awake, and input
+// that reaches it meanwhile is reported by Pending, on every kind of loop. On a DEFER_TASKRUN io_uring
 // ring the receive is not in the completion ring yet: it waits as task
 // work for the loop's next io_uring_enter (IORING_SQ_TASKRUN).
 func TestPendingWhileLoopBusy(t *testing.T) {
@@ -92,14 +92,20 @@ func TestPendingWhileLoopBusy(t *testing.T) {
 		}
 		// The loop reaps what is left (a send's completion) and idles.
 		deadline := time.Now().Add(5 * time.Second)
-		for l.Pending() {
+		for l.Pending() || l.Awake() {
 			if time.Now().After(deadline) {
-				t.Fatal("an idle loop reports pending input")
+				t.Fatalf("an idle loop reports pending input (%v) or is awake (%v)", l.Pending(), l.Awake())
 			}
 			time.Sleep(time.Millisecond)
 		}
 		io.WriteString(conns[0], "block\n")
 		<-entered // the loop is busy in conns[0]'s handler from now on
+		// Busy with nothing else queued: Awake (the loop wants a CPU, a
+		// handler may be waiting for a lock whose holder must run).
+		if !l.Awake() {
+			close(release)
+			t.Fatal("a loop busy in a handler is not Awake")
+		}
 		io.WriteString(conns[1], "waiting\n")
 		deadline = time.Now().Add(5 * time.Second)
 		for !l.Pending() {

@@ -156,7 +156,9 @@ func NewIOUring(log *slog.Logger, opt IOUringOptions) (*Loop, error) {
 		return nil, err
 	}
 	u := &uringLoop{r: r, multishot: !opt.SingleShot && kernelAtLeast(6, 0), wakeBuf: new([8]byte), probe: newSchedProbe(), yielder: y}
-	return &Loop{log: log, epfd: -1, wakefd: int(w), u: u}, nil
+	l := &Loop{log: log, epfd: -1, wakefd: int(w), u: u}
+	l.asleep.Store(true) // nothing to serve until Run
+	return l, nil
 }
 
 // Backend names the loop's kind: "epoll" or "io_uring".
@@ -287,7 +289,10 @@ func (l *Loop) runUring() {
 				// which no other goroutine is waiting for (schedProbe),
 				// until the next yieldToNetpoll is due.
 				d := min(briefWait, time.Duration(u.parked+int64(yieldEvery)-now))
-				if errno = r.waitBriefly(max(d, 10*time.Microsecond)); errno == syscall.ETIME {
+				l.asleep.Store(true)
+				errno = r.waitBriefly(max(d, 10*time.Microsecond))
+				l.asleep.Store(false)
+				if errno == syscall.ETIME {
 					busy = false
 					continue
 				}
@@ -315,7 +320,9 @@ func (l *Loop) runUring() {
 						break
 					}
 				}
+				l.asleep.Store(true)
 				errno = r.wait()
+				l.asleep.Store(false)
 				u.parked = time.Now().UnixNano()
 			}
 			busy = true
@@ -386,7 +393,10 @@ func (l *Loop) waitPlain(rc syscall.RawConn) bool {
 		}
 	}
 	if len(u.next) == 0 && r.unsubmit == 0 && !r.pending() && !r.overflowed() {
-		if err := rc.Read(func(uintptr) bool { return r.pending() }); err != nil {
+		l.asleep.Store(true)
+		err := rc.Read(func(uintptr) bool { return r.pending() })
+		l.asleep.Store(false)
+		if err != nil {
 			l.log.Error("event loop: waiting on io_uring", "err", err)
 			return false
 		}

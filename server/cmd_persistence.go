@@ -153,6 +153,7 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 			Compress:       s.cfg.rdbCompression.Load(),
 			Pace:           pace,
 			Busy:           s.snapshotBusy(),
+			Wanted:         s.snapshotWanted(),
 			KeyDelay:       s.keySaveDelay,
 			RunCut:         cut.runner(),
 			SlotHeld:       cut != nil,

@@ -19,3 +19,22 @@ func (s *Server) snapshotBusy() func() bool {
 		return false
 	}
 }
+
+// snapshotWanted is what a paced snapshot's big value encoders and
+// writers ask before they step aside (runtime.Gosched) between slices:
+// whether any event loop is awake, serving or waiting for a CPU (see
+// snapshot.Options.Wanted and netpoll.Loop.Awake). Nil without loops.
+func (s *Server) snapshotWanted() func() bool {
+	if len(s.loops) == 0 {
+		return nil
+	}
+	loops := s.loops
+	return func() bool {
+		for _, l := range loops {
+			if l.Awake() {
+				return true
+			}
+		}
+		return false
+	}
+}

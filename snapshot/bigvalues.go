@@ -294,6 +294,10 @@ func (s *serializer) encodeBig() {
 		case <-s.r.abort:
 			s.r.written(c)
 		}
+		// A value under sliceBytes is one slice: without this the
+		// encoder went from one to the next for tens of ms (100 KB
+		// values, runtime trace in BENCHMARKS.md).
+		s.r.yieldToClients()
 	}
 }
 

@@ -102,6 +102,13 @@ type Options struct {
 	// a paced serializer pauses only then. Without Busy it pauses after
 	// any batch during which writes reached its shard.
 	Busy func() bool
+	// Wanted, when set, reports whether a client of the server wants the
+	// CPU now, even with no input ready (an event loop is serving, or
+	// waiting for a CPU or a lock: netpoll.Loop.Awake). The big value
+	// encoders and the writers of a paced save step aside
+	// (runtime.Gosched) between slices while it holds; without it they
+	// ask Busy. The traversal's pauses, which sleep, still ask Busy.
+	Wanted func() bool
 	// KeyDelay, when set, is Redis's rdb-key-save-delay, read as the save
 	// goes: each serializer sleeps that long per key it encoded, outside
 	// the shard lock, stretching a save so that tests can write while it
@@ -206,6 +213,7 @@ type run struct {
 	limits   rdb.Limits
 	pace     int
 	busy     func() bool
+	wanted   func() bool // Options.Wanted, or Busy without it
 	keyDelay func() time.Duration
 	paused   atomic.Int64 // ns the serializers paused for clients
 	// perShard gives every serializer a queue of its own (native format:
@@ -291,8 +299,11 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 	}
 	budget := newBudget(opt.MaxExtraMemory)
 	r := &run{version: out.Version(), queue: make(chan chunk, budget.chunks()), abort: make(chan struct{}), keys: &prog.Keys,
-		limits: rdb.Limits{NoCompression: !opt.Compress}, pace: opt.Pace, busy: opt.Busy, keyDelay: opt.KeyDelay, mem: budget}
+		limits: rdb.Limits{NoCompression: !opt.Compress}, pace: opt.Pace, busy: opt.Busy, wanted: opt.Wanted, keyDelay: opt.KeyDelay, mem: budget}
 	r.bufs.max = budget.limit / 2
+	if r.wanted == nil {
+		r.wanted = opt.Busy
+	}
 	sers, keys, expires, mem, functions := r.cut(st, opt, prog)
 
 	var wg sync.WaitGroup
@@ -723,8 +734,16 @@ func (r *run) writeOut(out *rdb.Writer, p []byte) error {
 // is charged to the budget when a writer drops it; sleeping there (Pace
 // times each slice) made writers dropping 10 MB values wait for room with
 // their shard locked (measured: 60-690 ms of drop budget waits per save).
+//
+// They ask Wanted, not Busy: an event loop that yielded with its replies
+// not yet submitted, or waits for a lock, has no new input (Busy says no)
+// yet wants the CPU, and a Gosched when nobody else is runnable costs
+// nothing. The traversal's pauses sleep, so they ask Busy: a sleeper's
+// timer can wait on the P of a loop blocked in the kernel, and asking
+// Wanted there made an idle BGSAVE polled by INFO every 10 ms 1.5-3.6x
+// slower (BENCHMARKS.md, savelat).
 func (r *run) yieldToClients() {
-	if r.pace > 0 && r.busy != nil && r.busy() {
+	if r.pace > 0 && r.wanted != nil && r.wanted() {
 		runtime.Gosched()
 	}
 }
