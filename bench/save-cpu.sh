@@ -17,7 +17,7 @@ cpu() { awk '{print ($14+$15)/100}' /proc/"$1"/stat; }
 one() { # name command...
 	local name=$1; shift
 	local d; d=$(mktemp -d /tmp/savecpu.XXXXXX)
-	local p=$((20000 + RANDOM % 30000))
+	local p=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
 	taskset -c 0 "$@" --port "$p" --dir "$d" >"$d/log" 2>&1 &
 	local pid=$!
 	until [ "$(redis-cli -p "$p" PING 2>/dev/null)" = PONG ]; do sleep 0.02; done

@@ -19,7 +19,7 @@ cpu() { awk '{print $14+$15+$16+$17}' "/proc/$1/stat"; }
 for s in $sizes; do
 	keys=${s%%:*}; size=${s##*:}
 	for srv in "$@"; do
-		dir=$(mktemp -d); port=$((20000 + RANDOM % 30000))
+		dir=$(mktemp -d); port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
 		$srv --port "$port" --dir "$dir" --save "" >"$dir/log" 2>&1 &
 		pid=$!
 		for _ in $(seq 1 100); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.05; done

@@ -37,7 +37,7 @@ for s in $sizes; do
 	servers=("$dfly")
 	[ "$redis" = - ] || servers+=("$redis --appendonly no")
 	for srv in "${servers[@]}"; do
-		dir=$(mktemp -d); port=$((20000 + RANDOM % 30000))
+		dir=$(mktemp -d); port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
 		srvpin=(); clipin=()
 		[ "${PIN:-0}" = 1 ] && srvpin=(taskset -c 0) && clipin=(taskset -c 1)
 		"${srvpin[@]}" $srv --port "$port" --dir "$dir" --save "" >"$dir/log" 2>&1 &
