@@ -8,8 +8,11 @@ import "time"
 // by a fresh clock read per lookup; the hot commands (GET, SET) do the
 // same here, which also saves them two clock reads per call (measured:
 // clock_gettime was 6% of the CPU of SET at -P 16, BENCHMARKS.md issue 20).
-// Outside a command (cmdMs 0: replication and AOF apply, internal calls)
-// nowMs reads the clock.
+// So do the shared collection lookups (getColl, lookup: HSET, LPUSH, SADD
+// ...). Outside a command (cmdMs 0: replication and AOF apply, internal
+// calls) nowMs reads the clock. A command that waits inside its handler
+// and then looks again (a blocked BLPOP woken) refreshes cmdMs first, as
+// Redis serves a woken client with a fresh time.
 
 // nowMs is the running command's start time, or the time now.
 func (c *Client) nowMs() int64 {
@@ -17,6 +20,14 @@ func (c *Client) nowMs() int64 {
 		return c.cmdMs
 	}
 	return now()
+}
+
+// refreshCmdClock moves the running command's time to now, after it
+// waited (blockOn).
+func (c *Client) refreshCmdClock() {
+	if c.cmdMs != 0 {
+		c.cmdMs = now()
+	}
 }
 
 // Clock reads per pipelined command (issue 20). A command's duration

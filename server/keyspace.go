@@ -157,7 +157,7 @@ func (s *Server) commitWrite(c *Client) {
 // lookup finds key in the client's database (shard locked by the caller).
 func (c *Client) lookup(key []byte) (*shard.Shard, shard.Entry, bool) {
 	sh, h := c.srv.store.ShardOf(key)
-	e, ok := sh.Lookup(c.db, h, key, now())
+	e, ok := sh.Lookup(c.db, h, key, c.nowMs())
 	return sh, e, ok
 }
 
