@@ -19,7 +19,7 @@ func now() int64 { return time.Now().UnixMilli() }
 // lockKey locks the shard of key and returns it with the key's hash; the
 // caller must call c.unlockKey(sh).
 func (c *Client) lockKey(key []byte) (*shard.Shard, uint64) {
-	sh, h := c.srv.store.ShardOf(key)
+	sh, h := c.shardOf(key) // prefetch.go: hashed once per pipelined request
 	if !c.holds(sh) {
 		sh.Lock()
 	}
