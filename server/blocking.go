@@ -269,6 +269,7 @@ func (c *Client) blockOn(keys [][]byte, timeout time.Duration, try func(first bo
 			if w.unblocked.Load() != 0 {
 				continue
 			}
+			c.refreshCmdClock() // cmdclock.go: the keys are judged now, not when the command began
 			set := c.lockKeys(keys)
 			if try(false) {
 				r.unregister(w)

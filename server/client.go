@@ -158,6 +158,7 @@ type Client struct {
 	// The key prefetch window over pipelined requests (prefetch.go).
 	ahead     *lookahead
 	aheadLeft int
+	keyHint   keyHint // the running request's key, shard and hash, from the window
 	// inHeld and inAhead are this client's shares of Server.inRetained
 	// and Server.inAhead (inbuf.go).
 	inHeld, inAhead int64
@@ -295,6 +296,7 @@ func (c *Client) processInput() error {
 	c.aheadLeft = 0 // prefetch.go: a new window
 	err := c.processBatch()
 	c.clk.batch, c.clk.last = false, 0
+	c.keyHint = keyHint{} // the input may change before the next batch
 	return err
 }
 

@@ -36,7 +36,7 @@ func registerHashes(reg registrar) {
 func (c *Client) readHash(key []byte) (sh *shard.Shard, hs *types.Hash, bad bool) {
 	sh, hs, bad = c.readHashStale(key)
 	if hs != nil {
-		hs = liveHash(hs, now())
+		hs = liveHash(hs, c.nowMs())
 	}
 	return sh, hs, bad
 }

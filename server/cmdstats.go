@@ -228,6 +228,9 @@ func (c *Client) cmdBeginAt(cmd *command, args [][]byte, wallMs int64) {
 // returns the run's end.
 func (c *Client) cmdDone(cmd *command, args [][]byte, start int64, errs uint32, ctx callCtx) int64 {
 	end := c.monoNow()
+	if end < start {
+		end = start // two CPUs' counters slightly apart (internal/tsc)
+	}
 	elapsed := time.Duration(end - start)
 	c.cmdMs = 0
 	held := elapsed - time.Duration(c.waitedNs)

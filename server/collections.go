@@ -31,7 +31,7 @@ func (c *Client) lim() *types.Limits { return c.srv.limits.Load() }
 // missing key returns found=false; a key of another type is answered with
 // WRONGTYPE and returns bad=true.
 func (c *Client) getColl(sh *shard.Shard, h uint64, key []byte, t shard.Type) (e shard.Entry, found, bad bool) {
-	e, found = sh.Lookup(c.db, h, key, now())
+	e, found = sh.Lookup(c.db, h, key, c.nowMs())
 	if found && e.Type() != t {
 		c.errWrongType()
 		return e, false, true
@@ -49,7 +49,7 @@ func (c *Client) getCollAt(key []byte, t shard.Type) (sh *shard.Shard, h uint64,
 // peekType is like getColl but does not reply: wrong reports a type mismatch.
 func (c *Client) peekType(key []byte, t shard.Type) (e shard.Entry, found, wrong bool) {
 	sh, h := c.srv.store.ShardOf(key)
-	e, found = sh.Lookup(c.db, h, key, now())
+	e, found = sh.Lookup(c.db, h, key, c.nowMs())
 	if found && e.Type() != t {
 		return e, false, true
 	}
@@ -71,7 +71,7 @@ func (c *Client) putColl(sh *shard.Shard, h uint64, key []byte, t shard.Type, ob
 // It raises event (of class) for a stored result, "del" for a deleted key.
 func (c *Client) storeColl(key []byte, t shard.Type, obj any, n int, class uint32, event string) {
 	sh, h := c.srv.store.ShardOf(key)
-	old, ok := sh.Lookup(c.db, h, key, now())
+	old, ok := sh.Lookup(c.db, h, key, c.nowMs())
 	if n > 0 {
 		// Put replaces what was there (no "new" event for an overwrite).
 		c.putColl(sh, h, key, t, obj)

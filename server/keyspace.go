@@ -19,7 +19,7 @@ func now() int64 { return time.Now().UnixMilli() }
 // lockKey locks the shard of key and returns it with the key's hash; the
 // caller must call c.unlockKey(sh).
 func (c *Client) lockKey(key []byte) (*shard.Shard, uint64) {
-	sh, h := c.srv.store.ShardOf(key)
+	sh, h := c.shardOf(key) // prefetch.go: hashed once per pipelined request
 	if !c.holds(sh) {
 		sh.Lock()
 	}
@@ -157,7 +157,7 @@ func (s *Server) commitWrite(c *Client) {
 // lookup finds key in the client's database (shard locked by the caller).
 func (c *Client) lookup(key []byte) (*shard.Shard, shard.Entry, bool) {
 	sh, h := c.srv.store.ShardOf(key)
-	e, ok := sh.Lookup(c.db, h, key, now())
+	e, ok := sh.Lookup(c.db, h, key, c.nowMs())
 	return sh, e, ok
 }
 

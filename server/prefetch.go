@@ -1,6 +1,8 @@
 package server
 
 import (
+	"unsafe"
+
 	"github.com/damselflydb/damselfly/resp"
 	"github.com/damselflydb/damselfly/shard"
 )
@@ -16,6 +18,10 @@ import (
 // bytes of the entries a lookup would compare, each step in a tight loop
 // (shard.DB.PrefetchLookups), so the CPU overlaps the misses; the commands
 // then run as before and find their data in cache.
+//
+// The window also keeps, for each request, its key's shard and hash (a
+// keyHint): when the request runs, lockKey takes them from there instead
+// of hashing and routing the key a second time.
 //
 // Invariants: prefetching is a hint and changes nothing. It reads under the
 // shard lock, taken with TryLock so that it never waits (a busy script or a
@@ -35,6 +41,31 @@ type lookahead struct {
 	shards [aheadMax]*shard.Shard
 	hashes [aheadMax]uint64
 	batch  [aheadMax]uint64 // one shard's hashes
+	hints  [aheadMax]keyHint
+	seen   int // requests in the window
+}
+
+// keyHint is a request's first key as it lies in the input buffer (its
+// first byte's address and its length) with its shard and hash. It is
+// valid while the request runs: the input bytes it names do not change
+// within a batch (processInput clears it), so a key slice with the same
+// address and length has the same bytes. The address is a uintptr so that
+// a window's hints do not keep an old input buffer alive; only the current
+// window's hints are ever read. p 0 matches no key.
+type keyHint struct {
+	p  uintptr
+	n  int
+	sh *shard.Shard
+	h  uint64
+}
+
+// shardOf is store.ShardOf(key), taken from the running request's hint
+// when key is that request's key.
+func (c *Client) shardOf(key []byte) (*shard.Shard, uint64) {
+	if k := &c.keyHint; k.p != 0 && k.n == len(key) && uintptr(unsafe.Pointer(unsafe.SliceData(key))) == k.p {
+		return k.sh, k.h
+	}
+	return c.srv.store.ShardOf(key)
 }
 
 // prefetchNext is called before each request of a batch, n bytes long: at
@@ -43,12 +74,17 @@ type lookahead struct {
 func (c *Client) prefetchNext(n int) {
 	if c.aheadLeft > 0 {
 		c.aheadLeft--
+		c.keyHint = c.ahead.hints[c.ahead.seen-1-c.aheadLeft]
 		return
 	}
+	c.keyHint = keyHint{}
 	if c.r+n >= c.w {
 		return
 	}
 	c.aheadLeft = c.prefetchAhead() - 1
+	if c.aheadLeft > 0 {
+		c.keyHint = c.ahead.hints[0]
+	}
 }
 
 // prefetchAhead prefetches the keys of the complete requests at the start
@@ -74,9 +110,13 @@ func (c *Client) prefetchAhead() int {
 		return 1 // not pipelined: nothing to overlap
 	}
 	keys := 0
+	a.seen = seen
 	for i := 0; i < seen; i++ {
-		if cmd := c.lookupCommand(a.names[i]); cmd != nil && cmd.firstKey == 1 {
-			a.shards[keys], a.hashes[keys] = c.srv.store.ShardOf(a.keys[i])
+		a.hints[i] = keyHint{}
+		if cmd := c.lookupCommand(a.names[i]); cmd != nil && cmd.firstKey == 1 && len(a.keys[i]) > 0 {
+			sh, h := c.srv.store.ShardOf(a.keys[i])
+			a.shards[keys], a.hashes[keys] = sh, h
+			a.hints[i] = keyHint{p: uintptr(unsafe.Pointer(unsafe.SliceData(a.keys[i]))), n: len(a.keys[i]), sh: sh, h: h}
 			keys++
 		}
 		a.names[i], a.keys[i] = nil, nil // views of the input: not kept

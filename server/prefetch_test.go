@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // pipelineReplies writes reqs on a new connection in parts (each one write,
@@ -73,6 +74,10 @@ func TestPrefetchPipelineAgainstRedis(t *testing.T) {
 			}
 			b.WriteString(encode(mset...))
 			b.WriteString(encode("GET", "m11"))
+		case 8: // hash tags route by the tag, not the key's hash
+			b.WriteString(encode("SET", "{t}"+k, k))
+			b.WriteString(encode("GET", "{t}"+k))
+			b.WriteString(encode("GET", "{t}k1"))
 		case 9:
 			b.WriteString(encode("GET"))
 			b.WriteString(encode("DEL", k, "n1"))
@@ -93,5 +98,59 @@ func TestPrefetchPipelineAgainstRedis(t *testing.T) {
 	}
 	if len(want) < 1000 {
 		t.Fatalf("only %d bytes of replies", len(want))
+	}
+}
+
+// The window's key hints (keyHint): a pipelined request's lockKey takes the
+// shard and hash computed by the prefetch, which are the key's own; a key
+// slice elsewhere in memory with the same bytes is hashed afresh.
+func TestPrefetchKeyHint(t *testing.T) {
+	s := New(Config{Shards: 4, DBNum: 16})
+	c := &Client{srv: s, id: 1, fd: -1, in: make([]byte, readBufSize), p: newParser(), proto: 2, authed: true}
+	c.p.Authed = true
+	var req []byte
+	keys := []string{"a", "{t}b", "PING", "c"}
+	for _, k := range keys {
+		if k == "PING" {
+			req = append(req, encode("PING", "x")...) // no key, but part of the window
+			continue
+		}
+		req = append(req, encode("GET", k)...)
+	}
+	c.r, c.w = 0, copy(c.in, req)
+	c.clk.batch = true
+	for i, k := range keys {
+		args, n, err := c.p.Next(c.in[c.r:c.w])
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.prefetchNext(n)
+		if k == "PING" {
+			if c.keyHint.p != 0 {
+				t.Fatalf("request %d (PING x) has a key hint", i)
+			}
+		} else {
+			if c.keyHint.p == 0 {
+				t.Fatalf("request %d (GET %s) has no key hint", i, k)
+			}
+			wantSh, wantH := s.store.ShardOf([]byte(k))
+			sh, h := c.shardOf(args[1])
+			if sh != wantSh || h != wantH {
+				t.Fatalf("GET %s: hint gives shard %p hash %x, want %p %x", k, sh, h, wantSh, wantH)
+			}
+			other := []byte("zz" + k)[2:] // same bytes, another address
+			if sh, h := c.shardOf(other); sh != wantSh || h != wantH {
+				t.Fatalf("GET %s from a copy: shard %p hash %x, want %p %x", k, sh, h, wantSh, wantH)
+			}
+			if c.keyHint.p == uintptr(unsafe.Pointer(unsafe.SliceData(other))) {
+				t.Fatal("the copy shares the input's address")
+			}
+		}
+		c.execute(args)
+		c.r += n
+	}
+	c.processInput() // nothing left: clears the hint
+	if c.keyHint != (keyHint{}) {
+		t.Fatalf("hint left after the batch: %+v", c.keyHint)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/damselflydb/damselfly/internal/tsc"
 	"github.com/damselflydb/damselfly/memcache"
 	"github.com/damselflydb/damselfly/netpoll"
 	"github.com/damselflydb/damselfly/replication"
@@ -169,6 +170,7 @@ type stats struct {
 type Server struct {
 	cfg   liveConfig
 	store *shard.Store
+	clock *tsc.Clock // commands' durations (cmdclock.go)
 	cmds  map[string]*command
 
 	configParams map[string]configParam
@@ -281,6 +283,7 @@ func New(cfg Config) *Server {
 		log:     cfg.Logger,
 		clients: map[int64]*Client{},
 		started: time.Now(),
+		clock:   tsc.New(),
 		done:    make(chan struct{}),
 		runID:   randomHex(40),
 		port:    cfg.Port,
