@@ -501,9 +501,12 @@ func cmdXTrim(c *Client, args [][]byte) {
 		c.int(0)
 		return
 	}
-	w := c.modifyStream(sh, &e)
-	n := s.Trim(w, a.trim)
+	// Trimming nothing is no change for WATCH (Redis signals the key only
+	// when entries go); the snapshot hook runs either way.
+	db := sh.DB(c.db)
+	n := s.Trim(db.ModifyUnwatched(&e), a.trim)
 	if n > 0 {
+		db.SignalModified(args[1])
 		c.notify(kseStream, "xtrim", args[1])
 	}
 	switch {

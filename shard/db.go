@@ -404,6 +404,16 @@ func (d *DB) ModifyUnwatched(e *Entry) types.W {
 	return grant(e)
 }
 
+// SignalModified tells WATCH that key changed, for a change made under
+// ModifyUnwatched that turned out to be one: XTRIM takes the right to
+// change its stream before it knows whether anything goes, and Redis
+// signals the key only when entries were deleted.
+func (d *DB) SignalModified(key []byte) {
+	if d.watch != nil && d.watch.active() {
+		d.touchWatched(key, false)
+	}
+}
+
 // Touch records an access to e now (its LRU clock), as Lookup does. The
 // access state is not part of the value: it changes in place, is not a
 // write (no dirty count, no snapshot hook) and is neither saved nor
