@@ -176,7 +176,7 @@ func (l *Loop) shutWake() {
 
 // poll returns the ready events without waiting.
 func (l *Loop) poll() (int, syscall.Errno) {
-	r, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_WAIT, uintptr(l.epfd),
+	r, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd), // epoll_pwait, no sigmask: arm64 has no epoll_wait
 		uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events)), 0, 0, 0)
 	if errno != 0 {
 		return 0, errno

@@ -36,7 +36,7 @@ func (l *Loop) Pending() bool {
 		return r.pending() || r.taskrun() || r.overflowed()
 	}
 	var ev [1]syscall.EpollEvent
-	r, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_WAIT, uintptr(l.epfd),
+	r, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(l.epfd), // epoll_pwait, no sigmask: arm64 has no epoll_wait
 		uintptr(unsafe.Pointer(&ev[0])), 1, 0, 0, 0)
 	return errno == 0 && r > 0
 }
