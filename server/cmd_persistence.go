@@ -148,6 +148,7 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 		}
 		st, err := snapshot.Write(ctx, s.store, f, snapshot.Options{
 			MaxExtraMemory: s.persist.format.maxExtra,
+			Gate:           s.saveGate(), // writergate.go
 			OnCut:          func() { dirtyAtCut = s.dirty.Load() },
 			Progress:       prog,
 			Compress:       s.cfg.rdbCompression.Load(),

@@ -204,7 +204,9 @@ func cloneObj(obj any) any {
 
 // dropped charges it to the budget if nobody did yet and moves it to the
 // front of the encoder's work. The charge waits for room only when the
-// whole budget is in use (the last resort, see above), shard locked.
+// whole budget is in use (the last resort, see above), shard locked; past
+// the soft limit it marks the shard, so that the writer's connection
+// waits at the WriterGate before its next write, unlocked (gate.go).
 func (s *serializer) dropped(it *bigItem) {
 	if !it.state.CompareAndSwap(itemLive, itemCharged) {
 		return
@@ -217,6 +219,7 @@ func (s *serializer) dropped(it *bigItem) {
 		s.r.waits.note(causeDropBudget, d)
 		s.r.waits.budgetNs.Add(int64(d))
 	}
+	s.markGate()
 	select {
 	case s.big.wake <- struct{}{}:
 	default:
@@ -294,6 +297,13 @@ func (s *serializer) encodeBig() {
 		case <-s.r.abort:
 			s.r.written(c)
 		}
+		if s.r.keyDelay != nil {
+			// rdb-key-save-delay slows the big values too, so that
+			// tests can hold a save of big values open.
+			if d := s.r.keyDelay(); d > 0 {
+				time.Sleep(d)
+			}
+		}
 		// A value under sliceBytes is one slice: without this the
 		// encoder went from one to the next for tens of ms (100 KB
 		// values, runtime trace in BENCHMARKS.md).
@@ -360,6 +370,14 @@ func (s *serializer) copyString(it *bigItem, buf *appendBuffer) {
 			return
 		}
 		s.r.yieldToClients()
+	}
+}
+
+// markGate marks the shard (locked by the writer) when the writer's charge
+// left the budget over its soft limit (gate.go).
+func (s *serializer) markGate() {
+	if s.r.mem.gate != nil && s.r.mem.overSoft() {
+		s.sh.MarkGate()
 	}
 }
 
