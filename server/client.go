@@ -57,9 +57,9 @@ type Client struct {
 	outPos int
 	// gateWait: a write of this client took a save's memory budget past
 	// its soft limit, so it waits at the save's gate before its next write
-	// (writergate.go); gateDetached: it was detached from its loop only
-	// for that wait, and goes back to a loop afterwards (reattach).
-	gateWait, gateDetached bool
+	// (writergate.go); waitDetached: it was detached from its loop only to
+	// wait at that gate, and goes back to a loop afterwards (reattach).
+	gateWait, waitDetached bool
 
 	in   []byte // input buffer; unconsumed bytes are in[r:w]
 	r, w int
@@ -273,7 +273,7 @@ func (c *Client) serveFrom(resumed bool) {
 		if c.r == c.w {
 			c.inputDrained() // inbuf.go
 		}
-		if c.gateDetached && c.reattach() { // writergate.go
+		if c.waitDetached && c.reattach() { // writergate.go
 			reattached = true
 			return
 		}
@@ -446,12 +446,13 @@ func (c *Client) dispatch(args [][]byte) {
 	if c.gateWait && gated(cmd) && !c.waitAtGate() { // writergate.go
 		return
 	}
-	if (c.loop != nil || c.gateDetached) && c.mayBlock(cmd, args) {
+	if (c.loop != nil || c.waitDetached) && c.mayBlock(cmd, args) {
 		if c.loop != nil {
 			c.detach = true
 			return
 		}
-		c.gateDetached = false // it would have been detached: stay off the loops
+		c.waitDetached = false // it would have been detached: stay off the loops
+		c.srv.gateKept.Add(1)
 	}
 	if cmd.write && !c.fromPrimary && c.srv.repl.IsReplica() {
 		c.err("READONLY You can't write against a read only replica.")

@@ -233,6 +233,10 @@ type Server struct {
 	// (writergate.go); noWriterGate turns it off (tests compare).
 	writerGate   snapshot.WriterGate
 	noWriterGate atomic.Bool
+	// gateDetaches and gateReattaches count the loop clients detached to
+	// wait at the gate and those handed back to a loop; gateKept, those
+	// that then ran a command that keeps them on their goroutine (tests).
+	gateDetaches, gateReattaches, gateKept atomic.Int64
 	// unixPath and unixPerm are the Unix socket's configuration (CONFIG GET).
 	unixPath string
 	unixPerm os.FileMode

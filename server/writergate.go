@@ -68,7 +68,8 @@ func (c *Client) waitAtGate() bool {
 			c.gateWait = false
 			return true
 		}
-		c.detach, c.gateDetached = true, true
+		c.detach, c.waitDetached = true, true
+		c.srv.gateDetaches.Add(1)
 		return false
 	}
 	c.clockBreak() // cmdclock.go: the wait is not the command's time
@@ -96,10 +97,15 @@ func (c *Client) reattach() bool {
 		c.quit || c.closed.Load() || len(c.out) > 0 {
 		return false
 	}
-	c.gateDetached = false
+	c.waitDetached = false
 	pc, ok := c.nc.(netpoll.Conn)
 	if !ok {
 		return false
 	}
-	return c.srv.adopt(c, pc) == nil // on error the goroutine keeps serving it
+	srv := c.srv
+	if srv.adopt(c, pc) != nil {
+		return false // the goroutine keeps serving it
+	}
+	srv.gateReattaches.Add(1) // c is the loop's now: not touched again
+	return true
 }

@@ -251,10 +251,20 @@ func (r *run) failed() error {
 
 // send queues c for the output unless the run was aborted; called with
 // the shard locked (by a hook or the traversal), it counts a hook's wait
-// for the budget (waits.go).
+// for the budget (waits.go): only a send that found no room or a full
+// queue waited.
 func (s *serializer) send(c chunk) bool {
 	if s.traversing {
 		return s.queueChunk(c)
+	}
+	if s.r.mem.tryAcquire(int64(len(c.data))) {
+		select {
+		case s.queue <- c:
+			s.markGate()
+			return true
+		default:
+			s.r.mem.release(int64(len(c.data)))
+		}
 	}
 	t := time.Now()
 	ok := s.queueChunk(c)
