@@ -44,10 +44,13 @@ import (
 // a dropped value is encoded first, ahead of live ones, since it is the
 // memory the save holds that nothing else does. So a writer that captures
 // a bucket of big values waits for nothing: a hook costs microseconds
-// whatever the sizes. Only when writers drop values not yet written faster
-// than the output drains them, for long enough to fill the whole budget,
-// does a dropping writer wait for room with its shard locked: that last
-// resort is what keeps the bound a constant (Redis's fork pays the same
+// whatever the sizes. When writers drop values not yet written faster
+// than the output drains them, the budget passes its soft limit (half) and
+// the dropping writer's connection is made to wait at the WriterGate
+// before its next write, holding no lock (gate.go). Only if the whole
+// budget fills all the same (writers that do not wait at the gate, or many
+// at once) does a dropping writer wait for room with its shard locked:
+// that last resort is what keeps the bound a constant (Redis's fork pays the same
 // case in copy-on-write memory), and waits.go counts it apart ("drop
 // budget wait"). The encoder never waits for room while a dropped value is
 // pending, and no goroutine holding a bigItem's mutex waits for room, so

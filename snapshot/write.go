@@ -37,7 +37,9 @@
 // allows any number of SELECTDB opcodes). Memory is bounded by bytes, not
 // chunks (Options.MaxExtraMemory, budget.go): the traversal waits, shard
 // unlocked, while over a quarter of the budget is in flight, the big value
-// encoder waits off the lock, and only a writer that would exceed the
+// encoder waits off the lock, a connection whose write took the budget
+// past half of it waits at the WriterGate before its next write, holding
+// no lock (Options.Gate, gate.go), and only a writer that would exceed the
 // whole budget waits for the output with its shard locked (the last
 // resort; the writer itself never takes a shard lock, so this cannot
 // deadlock), which slows writers to the speed of the output instead of
