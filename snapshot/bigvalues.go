@@ -259,7 +259,7 @@ func (s *serializer) encodeBig() {
 			it := pending[0]
 			if s.r.failed() == nil {
 				w := s.r.mem.waitCh()
-				if !s.r.mem.tryAcquire(it.charge) {
+				if !s.r.mem.tryAcquireLive(it.charge) {
 					select {
 					case <-w:
 					case <-q.wake:

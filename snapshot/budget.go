@@ -99,6 +99,25 @@ func (b *budget) tryAcquire(n int64) bool {
 	return false
 }
 
+// tryAcquireLive is tryAcquire for the encoder's live values: with a gate
+// they take only the lower half of the budget (up to the soft limit), so
+// that the save's own pipeline never closes the gate; the upper half is
+// left to the values writers drop, whose writers the gate slows.
+func (b *budget) tryAcquireLive(n int64) bool {
+	if b.gate == nil {
+		return b.tryAcquire(n)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used == 0 || b.used+n <= b.soft {
+		b.used += n
+		b.peak = max(b.peak, b.used)
+		b.setGate()
+		return true
+	}
+	return false
+}
+
 // waitCh is closed by the next release.
 func (b *budget) waitCh() <-chan struct{} {
 	b.mu.Lock()
