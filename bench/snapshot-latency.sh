@@ -22,6 +22,10 @@
 # the save's extra memory as counted by its budget. Load averages are
 # printed with every run: the machine is shared.
 #
+# SMALL=N adds N connections doing small-key SET/GET beside the writers
+# (snaplat -small), reported apart: what the save costs the clients that
+# are not overwriting big values.
+#
 # PIN=1 runs each server on core 0 and snaplat on core 1 (taskset), as
 # the other benchmarks do: the server then has one CPU (GOMAXPROCS 1), so
 # its event loops and the save's goroutines share one P.
@@ -44,7 +48,7 @@ for s in $sizes; do
 		pid=$!
 		for _ in $(seq 1 100); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.05; done
 		echo "== $srv | $keys x $size B, $clients clients | load average $(cut -d' ' -f1-3 /proc/loadavg)"
-		"${clipin[@]}" /tmp/snaplat.$$ -addr "127.0.0.1:$port" -pid "$pid" -keys "$keys" -size "$size" -clients "$clients" -before "${BEFORE:-3s}" || true
+		"${clipin[@]}" /tmp/snaplat.$$ -addr "127.0.0.1:$port" -pid "$pid" -keys "$keys" -size "$size" -clients "$clients" -small "${SMALL:-0}" -before "${BEFORE:-3s}" || true
 		grep -h "DB saved" "$dir/log" | sed 's/^/  server: /' || true
 		kill "$pid"; wait "$pid" 2>/dev/null || true
 		rm -rf "$dir"

@@ -231,7 +231,7 @@ func strerror(err error) string {
 func (s *Server) aofSnapshotter(pace int) aof.Snapshotter {
 	return func(ctx context.Context, w io.Writer, onCut func()) error {
 		bw := bufio.NewWriterSize(w, 256<<10)
-		_, err := snapshot.Write(ctx, s.store, bw, snapshot.Options{OnCut: onCut, MaxExtraMemory: s.persist.format.maxExtra, Compress: s.cfg.rdbCompression.Load(), KeyDelay: s.keySaveDelay,
+		_, err := snapshot.Write(ctx, s.store, bw, snapshot.Options{OnCut: onCut, MaxExtraMemory: s.persist.format.maxExtra, Gate: s.saveGate(), Compress: s.cfg.rdbCompression.Load(), KeyDelay: s.keySaveDelay,
 			Pace: pace, Aux: []rdb.Aux{{Key: "aof-base", Value: "1"}}})
 		if err == nil {
 			err = bw.Flush()

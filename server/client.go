@@ -55,6 +55,11 @@ type Client struct {
 	// how much of out a loop has written so far.
 	detach bool
 	outPos int
+	// gateWait: a write of this client took a save's memory budget past
+	// its soft limit, so it waits at the save's gate before its next write
+	// (writergate.go); waitDetached: it was detached from its loop only to
+	// wait at that gate, and goes back to a loop afterwards (reattach).
+	gateWait, waitDetached bool
 
 	in   []byte // input buffer; unconsumed bytes are in[r:w]
 	r, w int
@@ -202,11 +207,19 @@ func (c *Client) serve() { c.serveFrom(false) }
 // serveFrom is serve; resumed (a client detached from an event loop) first
 // writes the replies the loop had not written yet and executes the input
 // already buffered before reading more.
+// A client detached only to wait at a save's gate goes back to a loop
+// once it may (reattach); the loop owns it from then on.
 func (c *Client) serveFrom(resumed bool) {
-	defer c.srv.dropClient(c)
-	defer c.releaseRetainedIn() // inbuf.go
-	defer c.nc.Close()
-	defer c.endSession()
+	nc, reattached := c.nc, false
+	defer func() {
+		if reattached {
+			return
+		}
+		c.endSession()
+		nc.Close()
+		c.releaseRetainedIn() // inbuf.go
+		c.srv.dropClient(c)
+	}()
 	if resumed && c.outPos < len(c.out) {
 		n, err := c.nc.Write(c.out[c.outPos:])
 		c.netWrote(n) // netstats.go
@@ -259,6 +272,10 @@ func (c *Client) serveFrom(resumed bool) {
 		}
 		if c.r == c.w {
 			c.inputDrained() // inbuf.go
+		}
+		if c.waitDetached && c.reattach() { // writergate.go
+			reattached = true
+			return
 		}
 	}
 }
@@ -426,9 +443,16 @@ func (c *Client) dispatch(args [][]byte) {
 	if c.intercept(cmd, args) { // MULTI queuing, Pub/Sub context
 		return
 	}
-	if c.loop != nil && c.mayBlock(cmd, args) {
-		c.detach = true
+	if c.gateWait && gated(cmd) && !c.waitAtGate() { // writergate.go
 		return
+	}
+	if (c.loop != nil || c.waitDetached) && c.mayBlock(cmd, args) {
+		if c.loop != nil {
+			c.detach = true
+			return
+		}
+		c.waitDetached = false // it would have been detached: stay off the loops
+		c.srv.gateKept.Add(1)
 	}
 	if cmd.write && !c.fromPrimary && c.srv.repl.IsReplica() {
 		c.err("READONLY You can't write against a read only replica.")

@@ -53,6 +53,7 @@ type persistence struct {
 	lastBgTimeSec  atomic.Int64
 	dirtyAtSave    atomic.Int64 // s.dirty at the cut of the last successful save
 	saves          atomic.Int64
+	lastStats      atomic.Pointer[snapshot.Stats] // of the last successful save (its log line; tests)
 	loading        atomic.Bool
 	loadStart      atomic.Int64 // unix time the running load started
 	loadTotal      atomic.Int64 // size of the file being loaded
@@ -148,6 +149,7 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 		}
 		st, err := snapshot.Write(ctx, s.store, f, snapshot.Options{
 			MaxExtraMemory: s.persist.format.maxExtra,
+			Gate:           s.saveGate(), // writergate.go
 			OnCut:          func() { dirtyAtCut = s.dirty.Load() },
 			Progress:       prog,
 			Compress:       s.cfg.rdbCompression.Load(),
@@ -184,6 +186,7 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 	s.persist.lastSave.Store(time.Now().Unix())
 	s.persist.lastErr.Store(false)
 	s.persist.saves.Add(1)
+	s.persist.lastStats.Store(&stats)
 	s.log.Info("DB saved on disk", "reason", reason, "file", path, "keys", stats.Keys, "bytes", stats.Bytes,
 		"seconds", round3(stats.Duration.Seconds()), "MB/s", mbps(stats.Bytes, stats.Duration),
 		"in_flight_peak_MiB", round3(float64(stats.InFlightPeak)/(1<<20)), "writer_waits", saveWaits(stats))

@@ -52,7 +52,7 @@ func (s *Server) initDBFormat(cfg Config) {
 func (s *Server) saveNative(ctx context.Context, path string, prog *snapshot.Progress, pace int, onCut func(), cut *cutInCommand) (snapshot.Stats, error) {
 	f := s.persist.format
 	return snapshot.SaveNative(ctx, s.store, path, snapshot.NativeOptions{
-		Options: snapshot.Options{OnCut: onCut, Progress: prog, Pace: pace, Busy: s.snapshotBusy(), Wanted: s.snapshotWanted(), MaxExtraMemory: f.maxExtra, Functions: s.functionCodes,
+		Options: snapshot.Options{OnCut: onCut, Progress: prog, Pace: pace, Busy: s.snapshotBusy(), Wanted: s.snapshotWanted(), MaxExtraMemory: f.maxExtra, Gate: s.saveGate(), Functions: s.functionCodes,
 			KeyDelay: s.keySaveDelay, RunCut: cut.runner(), SlotHeld: cut != nil},
 		Codec: f.codec, Level: f.level, Dirs: s.stripeDirs(),
 	})

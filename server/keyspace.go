@@ -47,6 +47,7 @@ func (c *Client) unlockKey(sh *shard.Shard) {
 	if c.admin.skipTouch {
 		c.noTouchUnlock(sh)
 	}
+	c.takeGateMark(sh) // writergate.go
 	if !c.holds(sh) {
 		sh.Unlock()
 	}
@@ -98,6 +99,10 @@ func (c *Client) unlock(set *shard.Set) {
 	}
 	if c.admin.skipTouch {
 		c.noTouchSet(set, false)
+	}
+	shards := c.srv.store.Shards()
+	for _, id := range set.IDs() {
+		c.takeGateMark(shards[id]) // writergate.go
 	}
 	if c.sess.held != nil {
 		c.unlockUnheld(set)

@@ -10,7 +10,7 @@ import (
 
 // replSnapshot streams a forkless point-in-time RDB to a replica.
 func (s *Server) replSnapshot(ctx context.Context, w io.Writer, onCut func()) (int64, error) {
-	st, err := snapshot.Write(ctx, s.store, w, snapshot.Options{OnCut: onCut, MaxExtraMemory: s.persist.format.maxExtra, Compress: s.cfg.rdbCompression.Load(), Pace: backgroundPace, Busy: s.snapshotBusy(), Wanted: s.snapshotWanted(),
+	st, err := snapshot.Write(ctx, s.store, w, snapshot.Options{OnCut: onCut, MaxExtraMemory: s.persist.format.maxExtra, Gate: s.saveGate(), Compress: s.cfg.rdbCompression.Load(), Pace: backgroundPace, Busy: s.snapshotBusy(), Wanted: s.snapshotWanted(),
 		Functions: s.functionCodes, KeyDelay: s.keySaveDelay})
 	return st.Keys, err
 }

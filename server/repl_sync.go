@@ -27,7 +27,7 @@ func (s *Server) replSnapshotSync(ctx context.Context, w io.Writer, onCut func()
 		codec = block.S2
 	}
 	st, err := snapshot.WriteSync(ctx, s.store, w, snapshot.NativeOptions{
-		Options: snapshot.Options{OnCut: onCut, MaxExtraMemory: f.maxExtra, Pace: backgroundPace, Busy: s.snapshotBusy(), Wanted: s.snapshotWanted(),
+		Options: snapshot.Options{OnCut: onCut, MaxExtraMemory: f.maxExtra, Gate: s.saveGate(), Pace: backgroundPace, Busy: s.snapshotBusy(), Wanted: s.snapshotWanted(),
 			Functions: s.functionCodes, KeyDelay: s.keySaveDelay},
 		Codec: codec, Level: f.level,
 	})

@@ -33,6 +33,7 @@ import (
 	"github.com/damselflydb/damselfly/replication"
 	"github.com/damselflydb/damselfly/shard"
 	"github.com/damselflydb/damselfly/shard/types"
+	"github.com/damselflydb/damselfly/snapshot"
 )
 
 // Version is Damselfly's own version (--version, INFO damselfly_version).
@@ -228,6 +229,14 @@ type Server struct {
 	wd                                  watchdog     // slow shard holders (watchdog.go)
 	keySaveDelayUs                      atomic.Int64 // rdb-key-save-delay (keysavedelay.go)
 	reclaim                             reclaimer    // GC before refusing a write (memreclaim.go)
+	// writerGate slows the connections that fill a save's memory budget
+	// (writergate.go); noWriterGate turns it off (tests compare).
+	writerGate   snapshot.WriterGate
+	noWriterGate atomic.Bool
+	// gateDetaches and gateReattaches count the loop clients detached to
+	// wait at the gate and those handed back to a loop; gateKept, those
+	// that then ran a command that keeps them on their goroutine (tests).
+	gateDetaches, gateReattaches, gateKept atomic.Int64
 	// unixPath and unixPerm are the Unix socket's configuration (CONFIG GET).
 	unixPath string
 	unixPerm os.FileMode

@@ -37,6 +37,10 @@ type Shard struct {
 	expiryPaused bool
 	// noTouch: the lock holder's reads do not count as accesses.
 	noTouch bool
+	// gateMark: the lock holder's write took a save's memory budget past
+	// its soft limit (snapshot.WriterGate); its connection is to wait at
+	// the gate before its next write (MarkGate, TakeGateMark).
+	gateMark bool
 
 	epoch uint64    // snapshot version epoch; see snapshot.go
 	snap  *Snapshot // the running snapshot, if any
@@ -82,6 +86,21 @@ func (sh *Shard) Clock() uint32 { return sh.clock }
 
 // ID is the shard's index in its store.
 func (sh *Shard) ID() int { return sh.id }
+
+// MarkGate records (shard locked) that the lock holder's write took a
+// save's memory budget past its soft limit (snapshot.WriterGate).
+func (sh *Shard) MarkGate() { sh.gateMark = true }
+
+// TakeGateMark reports and clears the mark of MarkGate (shard locked): the
+// server moves it to the connection that held the lock. A mark left by a
+// writer that does not take it (expiry, the memcached front end) goes to
+// the next connection that unlocks the shard: it then waits at the gate
+// once, while the budget is over its soft limit anyway.
+func (sh *Shard) TakeGateMark() bool {
+	m := sh.gateMark
+	sh.gateMark = false
+	return m
+}
 
 func (sh *Shard) Lock()   { sh.mu.Lock() }
 func (sh *Shard) Unlock() { sh.mu.Unlock() }

@@ -44,10 +44,13 @@ import (
 // a dropped value is encoded first, ahead of live ones, since it is the
 // memory the save holds that nothing else does. So a writer that captures
 // a bucket of big values waits for nothing: a hook costs microseconds
-// whatever the sizes. Only when writers drop values not yet written faster
-// than the output drains them, for long enough to fill the whole budget,
-// does a dropping writer wait for room with its shard locked: that last
-// resort is what keeps the bound a constant (Redis's fork pays the same
+// whatever the sizes. When writers drop values not yet written faster
+// than the output drains them, the budget passes its soft limit (half) and
+// the dropping writer's connection is made to wait at the WriterGate
+// before its next write, holding no lock (gate.go). Only if the whole
+// budget fills all the same (writers that do not wait at the gate, or many
+// at once) does a dropping writer wait for room with its shard locked:
+// that last resort is what keeps the bound a constant (Redis's fork pays the same
 // case in copy-on-write memory), and waits.go counts it apart ("drop
 // budget wait"). The encoder never waits for room while a dropped value is
 // pending, and no goroutine holding a bigItem's mutex waits for room, so
@@ -204,7 +207,9 @@ func cloneObj(obj any) any {
 
 // dropped charges it to the budget if nobody did yet and moves it to the
 // front of the encoder's work. The charge waits for room only when the
-// whole budget is in use (the last resort, see above), shard locked.
+// whole budget is in use (the last resort, see above), shard locked; past
+// the soft limit it marks the shard, so that the writer's connection
+// waits at the WriterGate before its next write, unlocked (gate.go).
 func (s *serializer) dropped(it *bigItem) {
 	if !it.state.CompareAndSwap(itemLive, itemCharged) {
 		return
@@ -217,6 +222,7 @@ func (s *serializer) dropped(it *bigItem) {
 		s.r.waits.note(causeDropBudget, d)
 		s.r.waits.budgetNs.Add(int64(d))
 	}
+	s.markGate()
 	select {
 	case s.big.wake <- struct{}{}:
 	default:
@@ -253,7 +259,7 @@ func (s *serializer) encodeBig() {
 			it := pending[0]
 			if s.r.failed() == nil {
 				w := s.r.mem.waitCh()
-				if !s.r.mem.tryAcquire(it.charge) {
+				if !s.r.mem.tryAcquireLive(it.charge) {
 					select {
 					case <-w:
 					case <-q.wake:
@@ -293,6 +299,13 @@ func (s *serializer) encodeBig() {
 		case s.queue <- c:
 		case <-s.r.abort:
 			s.r.written(c)
+		}
+		if s.r.keyDelay != nil {
+			// rdb-key-save-delay slows the big values too, so that
+			// tests can hold a save of big values open.
+			if d := s.r.keyDelay(); d > 0 {
+				time.Sleep(d)
+			}
 		}
 		// A value under sliceBytes is one slice: without this the
 		// encoder went from one to the next for tens of ms (100 KB
@@ -360,6 +373,14 @@ func (s *serializer) copyString(it *bigItem, buf *appendBuffer) {
 			return
 		}
 		s.r.yieldToClients()
+	}
+}
+
+// markGate marks the shard (locked by the writer) when the writer's charge
+// left the budget over its soft limit (gate.go).
+func (s *serializer) markGate() {
+	if s.r.mem.gate != nil && s.r.mem.overSoft() {
+		s.sh.MarkGate()
 	}
 }
 

@@ -16,8 +16,10 @@ const DefaultMaxExtraMemory = 64 << 20
 //
 // Who waits for room: the traversal, shard unlocked, until no more than
 // a quarter of the budget (used + refs) is in use before each lock hold; the big
-// value encoder, off the lock; and, only as the last resort when the whole
-// budget is used, a writer's hook (shard locked). The writers never take a
+// value encoder, off the lock; a connection whose write took the budget
+// past its soft limit (half the limit), at the WriterGate before its next
+// write, holding no lock (gate.go); and, only as the last resort when the
+// whole budget is used, a writer's hook (shard locked). The writers never take a
 // shard lock, so this cannot deadlock. One chunk is always let through
 // when nothing is in flight, so a single record larger than the budget (a
 // 100 MB value) still goes out, alone.
@@ -28,13 +30,39 @@ type budget struct {
 	peak  int64
 	refs  int64         // big strings captured by reference, live, not yet charged
 	wake  chan struct{} // closed (and replaced) by every release
+	// gate, when set, is closed while more than soft bytes are in flight
+	// (gate.go); gateShut is what it was last set to.
+	gate     *WriterGate
+	soft     int64
+	gateShut bool
 }
 
-func newBudget(limit int64) *budget {
+func newBudget(limit int64, gate *WriterGate) *budget {
 	if limit <= 0 {
 		limit = DefaultMaxExtraMemory
 	}
-	return &budget{limit: limit, wake: make(chan struct{})}
+	return &budget{limit: limit, wake: make(chan struct{}), gate: gate, soft: limit / 2}
+}
+
+// setGate opens or closes the gate as used crossed the soft limit (b.mu
+// held; the gate's own mutex nests inside).
+func (b *budget) setGate() {
+	if b.gate == nil || (b.used > b.soft) == b.gateShut {
+		return
+	}
+	b.gateShut = !b.gateShut
+	if b.gateShut {
+		b.gate.close()
+	} else {
+		b.gate.open()
+	}
+}
+
+// overSoft reports whether more than the soft limit is in flight.
+func (b *budget) overSoft() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used > b.soft
 }
 
 // acquire reserves n bytes, waiting for room; false if abort closed first.
@@ -44,6 +72,7 @@ func (b *budget) acquire(n int64, abort <-chan struct{}) bool {
 		if b.used == 0 || b.used+n <= b.limit {
 			b.used += n
 			b.peak = max(b.peak, b.used)
+			b.setGate()
 			b.mu.Unlock()
 			return true
 		}
@@ -64,6 +93,26 @@ func (b *budget) tryAcquire(n int64) bool {
 	if b.used == 0 || b.used+n <= b.limit {
 		b.used += n
 		b.peak = max(b.peak, b.used)
+		b.setGate()
+		return true
+	}
+	return false
+}
+
+// tryAcquireLive is tryAcquire for the encoder's live values: with a gate
+// they take only the lower half of the budget (up to the soft limit), so
+// that the save's own pipeline never closes the gate; the upper half is
+// left to the values writers drop, whose writers the gate slows.
+func (b *budget) tryAcquireLive(n int64) bool {
+	if b.gate == nil {
+		return b.tryAcquire(n)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used == 0 || b.used+n <= b.soft {
+		b.used += n
+		b.peak = max(b.peak, b.used)
+		b.setGate()
 		return true
 	}
 	return false
@@ -112,6 +161,7 @@ func (b *budget) adjust(n int64) {
 	b.mu.Lock()
 	b.used += n
 	b.peak = max(b.peak, b.used)
+	b.setGate()
 	if n < 0 {
 		close(b.wake)
 		b.wake = make(chan struct{})
@@ -123,6 +173,7 @@ func (b *budget) adjust(n int64) {
 func (b *budget) release(n int64) {
 	b.mu.Lock()
 	b.used -= n
+	b.setGate()
 	close(b.wake)
 	b.wake = make(chan struct{})
 	b.mu.Unlock()

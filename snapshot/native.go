@@ -266,8 +266,12 @@ func writeNative(ctx context.Context, st *shard.Store, ws []io.Writer, opt Nativ
 		return Summary{}, Stats{}, fmt.Errorf("snapshot: cannot write RDB version %d", version)
 	}
 	r := &run{version: version, abort: make(chan struct{}), keys: &prog.Keys,
-		limits: rdb.Limits{NoCompression: true}, pace: opt.Pace, busy: opt.Busy, keyDelay: opt.KeyDelay, perShard: true, mem: newBudget(opt.MaxExtraMemory)}
+		limits: rdb.Limits{NoCompression: true}, pace: opt.Pace, busy: opt.Busy, keyDelay: opt.KeyDelay, perShard: true, mem: newBudget(opt.MaxExtraMemory, opt.Gate)}
 	r.bufs.max = r.mem.limit / 2
+	if opt.Gate != nil {
+		opt.Gate.begin(&r.waits)
+		defer opt.Gate.end() // a connection waiting at the gate never outlives the save
+	}
 	sers, keys, expires, mem, functions := r.cut(st, opt.Options, prog)
 	aux := append(rdb.DefaultAux(mem), opt.Aux...)
 	sum := Summary{Format: "damselfly-native", Version: NativeFormatVersion, CreatedMs: r.cutMs, Shards: len(sers),
@@ -306,6 +310,9 @@ func writeNative(ctx context.Context, st *shard.Store, ws []io.Writer, opt Nativ
 		return Summary{}, Stats{}, err
 	}
 	stats := Stats{Keys: r.keys.Load(), Paused: time.Duration(r.paused.Load()), InFlightPeak: r.mem.maxUsed()}
+	if opt.Gate != nil {
+		opt.Gate.open() // every serializer is done: count the last waits
+	}
 	r.waits.fill(&stats)
 	return sum, stats, nil
 }

@@ -21,8 +21,10 @@ type waits struct {
 	holdSum  atomic.Int64 // ns, summed over traversal lock holds
 	holds    atomic.Int64
 	budgetNs atomic.Int64 // ns hooks spent waiting for room in the budget
-	// hist counts the waits of each cause by decade (waitBounds).
-	hist [waitCauses][len(waitBounds) + 1]atomic.Int64
+	// hist counts the waits of each cause by decade (waitBounds); sum and
+	// top are each cause's total and longest wait (ns).
+	hist     [waitCauses][len(waitBounds) + 1]atomic.Int64
+	sum, top [waitCauses]atomic.Int64
 }
 
 // The causes a writer waits behind a save, each with its own histogram:
@@ -33,16 +35,30 @@ type waits struct {
 // a big value the save has not encoded yet before it changes or drops it
 // (Unshare, Dropped: a clone of a collection, or of a string changed in
 // place, including any wait for the encoder to finish that one value).
+// The two budget waits above hold the shard lock; a connection's wait at
+// the WriterGate (gate.go: its write took the budget past the soft limit)
+// holds nothing and slows that connection only: "conn budget".
 const (
 	causeHookWork = iota
 	causeHookBudget
 	causeDropBudget
 	causeHold
 	causeCopy
+	causeConnBudget
 	waitCauses
 )
 
-var causeNames = [waitCauses]string{"hook work", "hook budget", "drop budget", "hold", "copy"}
+var causeNames = [waitCauses]string{"hook work", "hook budget (locked)", "drop budget (locked)", "hold", "copy", "conn budget (unlocked)"}
+
+// BudgetWaits counts one kind of wait for room in a save's memory budget.
+type BudgetWaits struct {
+	N          int64
+	Total, Max time.Duration
+}
+
+func (b BudgetWaits) String() string {
+	return fmt.Sprintf("%d (total %v, max %v)", b.N, b.Total.Round(time.Microsecond), b.Max.Round(time.Microsecond))
+}
 
 // waitBounds are the histogram's upper bounds; a last bucket counts the
 // waits above the last bound.
@@ -89,6 +105,21 @@ func (w *waits) note(c int, d time.Duration) {
 		i++
 	}
 	w.hist[c][i].Add(1)
+	w.sum[c].Add(int64(d))
+	setMax(&w.top[c], int64(d))
+}
+
+// conn counts a connection's wait at the WriterGate (gate.go).
+func (w *waits) conn(d time.Duration) { w.note(causeConnBudget, d) }
+
+// budgetWaits sums cause c's waits.
+func (w *waits) budgetWaits(c int) BudgetWaits {
+	var b BudgetWaits
+	for i := range w.hist[c] {
+		b.N += w.hist[c][i].Load()
+	}
+	b.Total, b.Max = time.Duration(w.sum[c].Load()), time.Duration(w.top[c].Load())
+	return b
 }
 
 func setMax(a *atomic.Int64, v int64) {
@@ -128,6 +159,7 @@ func (w *waits) fill(st *Stats) {
 	st.Holds = w.holds.Load()
 	st.HoldTotal = time.Duration(w.holdSum.Load())
 	st.HookBudgetWait = time.Duration(w.budgetNs.Load())
+	st.HookBudget, st.DropBudget, st.ConnBudget = w.budgetWaits(causeHookBudget), w.budgetWaits(causeDropBudget), w.budgetWaits(causeConnBudget)
 	for c := range w.hist {
 		for i := range w.hist[c] {
 			st.Waits[c][i] = w.hist[c][i].Load()

@@ -37,7 +37,9 @@
 // allows any number of SELECTDB opcodes). Memory is bounded by bytes, not
 // chunks (Options.MaxExtraMemory, budget.go): the traversal waits, shard
 // unlocked, while over a quarter of the budget is in flight, the big value
-// encoder waits off the lock, and only a writer that would exceed the
+// encoder waits off the lock, a connection whose write took the budget
+// past half of it waits at the WriterGate before its next write, holding
+// no lock (Options.Gate, gate.go), and only a writer that would exceed the
 // whole budget waits for the output with its shard locked (the last
 // resort; the writer itself never takes a shard lock, so this cannot
 // deadlock), which slows writers to the speed of the output instead of
@@ -129,6 +131,10 @@ type Options struct {
 	// (budget.go; 0 = DefaultMaxExtraMemory): past it, serializers and the
 	// writes that reach keys not yet saved wait for the output.
 	MaxExtraMemory int64
+	// Gate, when set, is closed while the budget is over half of
+	// MaxExtraMemory, and writers that took it there are marked to wait
+	// at it (gate.go); Write opens it before returning.
+	Gate *WriterGate
 }
 
 // Progress is a running Write's progress.
@@ -161,6 +167,11 @@ type Stats struct {
 	HookBudgetWait       time.Duration
 	// Waits is the histogram of those waits per cause (waits.go).
 	Waits WaitHist
+	// The waits for room in the memory budget, by who waited and with
+	// what held: hooks sending a chunk and writers dropping a big value
+	// not yet saved, both with their shard locked (the last resort), and
+	// connections at the WriterGate before a write, holding nothing.
+	HookBudget, DropBudget, ConnBudget BudgetWaits
 	// Functions are the FUNCTION libraries a Load read (their codes).
 	Functions []string
 	// Warnings are what a Load skipped or changed (module data, hash
@@ -242,14 +253,25 @@ func (r *run) failed() error {
 
 // send queues c for the output unless the run was aborted; called with
 // the shard locked (by a hook or the traversal), it counts a hook's wait
-// for the budget (waits.go).
+// for the budget (waits.go): only a send that found no room or a full
+// queue waited.
 func (s *serializer) send(c chunk) bool {
 	if s.traversing {
 		return s.queueChunk(c)
 	}
+	if s.r.mem.tryAcquire(int64(len(c.data))) {
+		select {
+		case s.queue <- c:
+			s.markGate()
+			return true
+		default:
+			s.r.mem.release(int64(len(c.data)))
+		}
+	}
 	t := time.Now()
 	ok := s.queueChunk(c)
 	s.hookBudget += time.Since(t)
+	s.markGate()
 	return ok
 }
 
@@ -297,12 +319,16 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 	if err := out.Err(); err != nil {
 		return Stats{}, err
 	}
-	budget := newBudget(opt.MaxExtraMemory)
+	budget := newBudget(opt.MaxExtraMemory, opt.Gate)
 	r := &run{version: out.Version(), queue: make(chan chunk, budget.chunks()), abort: make(chan struct{}), keys: &prog.Keys,
 		limits: rdb.Limits{NoCompression: !opt.Compress}, pace: opt.Pace, busy: opt.Busy, wanted: opt.Wanted, keyDelay: opt.KeyDelay, mem: budget}
 	r.bufs.max = budget.limit / 2
 	if r.wanted == nil {
 		r.wanted = opt.Busy
+	}
+	if opt.Gate != nil {
+		opt.Gate.begin(&r.waits)
+		defer opt.Gate.end() // a connection waiting at the gate never outlives the save
 	}
 	sers, keys, expires, mem, functions := r.cut(st, opt, prog)
 
@@ -362,6 +388,9 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 	}
 	stats := Stats{Keys: r.keys.Load(), Bytes: cw.n.Load(), Duration: time.Since(start), Paused: time.Duration(r.paused.Load()),
 		InFlightPeak: r.mem.maxUsed()}
+	if opt.Gate != nil {
+		opt.Gate.open() // every serializer is done: count the last waits
+	}
 	r.waits.fill(&stats)
 	return stats, nil
 }
@@ -709,7 +738,13 @@ func (s *serializer) finish() {
 	s.flushKeys()
 	s.seal() // nothing left, unless the run aborted
 	s.sh.Unlock()
-	s.sendFull()
+	for _, c := range s.full { // shard unlocked: not send (no hook, no gate mark)
+		if !s.queueChunk(c) {
+			break
+		}
+	}
+	clear(s.full)
+	s.full = s.full[:0]
 }
 
 // writeOut writes a chunk's records to out in slices of sliceBytes,

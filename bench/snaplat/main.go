@@ -26,6 +26,12 @@
 // process's wchar from /proc/PID/io, which a diskless sync makes the wire).
 // Once the writers stop, it checks that the replica caught up and holds
 // the primary's values (10,000 random keys compared).
+// -small N adds N connections that SET and GET (alternately) their own
+// small keys (small:C:0..999, 100 B), never the measured keys: their
+// latency, reported apart per phase, is what a save costs the clients that
+// are not overwriting big values (a server that stalls a shard or an event
+// loop for an overwriter stalls them too). Their SETs count in the
+// server's INFO latencystats line for SET beside the big ones.
 // -populate fills with DEBUG POPULATE (the same key:N names, faster than
 // SETs for 10M keys; the server needs its debug command enabled).
 package main
@@ -53,6 +59,7 @@ type config struct {
 	addr            string
 	pid, keys, size int
 	clients         int
+	small           int // connections doing small-key SET/GET
 	before          time.Duration
 	fill, verbose   bool
 	populate        bool
@@ -67,6 +74,7 @@ func main() {
 	flag.IntVar(&cfg.keys, "keys", 1000000, "keys")
 	flag.IntVar(&cfg.size, "size", 100, "value bytes")
 	flag.IntVar(&cfg.clients, "clients", 50, "writing connections")
+	flag.IntVar(&cfg.small, "small", 0, "extra connections doing small-key SET/GET, reported apart")
 	flag.DurationVar(&cfg.before, "before", 3*time.Second, "load without a save before BGSAVE")
 	flag.BoolVar(&cfg.fill, "fill", true, "FLUSHALL and write every key first")
 	flag.BoolVar(&cfg.verbose, "v", false, "list the SETs slower than 500 ms")
@@ -75,7 +83,7 @@ func main() {
 	flag.IntVar(&cfg.replicaPid, "replica-pid", 0, "the replica's PID (for its CPU)")
 	flag.Parse()
 	ctx := context.Background()
-	rc := redis.NewClient(&redis.Options{Addr: cfg.addr, PoolSize: cfg.clients + 4, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
+	rc := redis.NewClient(&redis.Options{Addr: cfg.addr, PoolSize: cfg.clients + cfg.small + 4, ReadTimeout: time.Minute, WriteTimeout: time.Minute})
 	defer rc.Close()
 	val := make([]byte, cfg.size)
 	for i := range val {
@@ -91,9 +99,12 @@ func main() {
 	cpu0 := cpuTicks(cfg.pid)
 
 	l := &setLoad{rc: rc, keys: cfg.keys, start: time.Now()}
-	l.wg.Add(cfg.clients)
+	l.wg.Add(cfg.clients + cfg.small)
 	for range cfg.clients {
 		go l.client(ctx, val)
+	}
+	for i := range cfg.small {
+		go l.smallClient(ctx, i)
 	}
 	stopSampling := make(chan struct{})
 	sampled := make(chan struct{})
@@ -283,7 +294,38 @@ type setLoad struct {
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	lat     [2][]time.Duration
+	small   [2][]time.Duration // -small: their SETs and GETs
 	slowest []slowSet
+}
+
+// smallClient SETs and GETs (alternately) its own small keys, one at a
+// time, until phase 2, recording each latency in the phase it started in.
+func (l *setLoad) smallClient(ctx context.Context, id int) {
+	defer l.wg.Done()
+	var mine [2][]time.Duration
+	v := []byte(strings.Repeat("s", 100))
+	for i := 0; ; i++ {
+		ph := l.phase.Load()
+		if ph == 2 {
+			break
+		}
+		k := "small:" + strconv.Itoa(id) + ":" + strconv.Itoa(rand.IntN(1000))
+		t := time.Now()
+		var err error
+		if i%2 == 0 {
+			err = l.rc.Set(ctx, k, v, 0).Err()
+		} else if err = l.rc.Get(ctx, k).Err(); err == redis.Nil {
+			err = nil
+		}
+		if err != nil {
+			log.Fatal(err)
+		}
+		mine[ph] = append(mine[ph], time.Since(t))
+	}
+	l.mu.Lock()
+	l.small[0] = append(l.small[0], mine[0]...)
+	l.small[1] = append(l.small[1], mine[1]...)
+	l.mu.Unlock()
 }
 
 // client SETs random existing keys to fresh values, one at a time, until
@@ -365,6 +407,11 @@ func report(cfg config, l *setLoad, res result) {
 		if len(lat) > 0 {
 			fmt.Printf("  %-11s server SET latency (usec) %s | server CPU %.1f µs/SET (+ children %.1f µs/SET)\n", "",
 				res.srvLat[i], float64(res.cpu[i][0])*1e6/ticksPerSec/float64(len(lat)), float64(res.cpu[i][1])*1e6/ticksPerSec/float64(len(lat)))
+		}
+		if sm := l.small[i]; cfg.small > 0 {
+			slices.Sort(sm)
+			fmt.Printf("  %-11s small keys (%d cl.) SET/GET %7d  %8.0f ops/s  p50 %8s  p99 %8s  p99.9 %8s  max %8s\n", "",
+				cfg.small, len(sm), float64(len(sm))/d.Seconds(), q(sm, 0.5), q(sm, 0.99), q(sm, 0.999), q(sm, 1))
 		}
 	}
 	reportEventCPU(l, res, event)
