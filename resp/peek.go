@@ -13,31 +13,40 @@ const peekMaxArgs = 16
 // anything else (an inline request, a partial one, odd lengths) is left to
 // Next.
 func PeekKey(buf []byte) (name, key []byte, n int, ok bool) {
+	name, key, _, n, ok = PeekKeyArg(buf)
+	return name, key, n, ok
+}
+
+// PeekKeyArg is PeekKey that also returns the argument after the key (nil
+// when the request has none): a hash command's field, for instance.
+func PeekKeyArg(buf []byte) (name, key, arg []byte, n int, ok bool) {
 	if len(buf) < 4 || buf[0] != '*' {
-		return nil, nil, 0, false
+		return nil, nil, nil, 0, false
 	}
 	count, pos, ok := peekNumber(buf, 1)
 	if !ok || count < 2 || count > peekMaxArgs {
-		return nil, nil, 0, false
+		return nil, nil, nil, 0, false
 	}
 	for i := 0; i < count; i++ {
 		if pos >= len(buf) || buf[pos] != '$' {
-			return nil, nil, 0, false
+			return nil, nil, nil, 0, false
 		}
 		l, start, ok := peekNumber(buf, pos+1)
 		end := start + l
 		if !ok || end+2 > len(buf) || buf[end] != '\r' || buf[end+1] != '\n' {
-			return nil, nil, 0, false
+			return nil, nil, nil, 0, false
 		}
 		switch i {
 		case 0:
 			name = buf[start:end]
 		case 1:
 			key = buf[start:end]
+		case 2:
+			arg = buf[start:end]
 		}
 		pos = end + 2
 	}
-	return name, key, pos, true
+	return name, key, arg, pos, true
 }
 
 // peekNumber reads the decimal number at buf[i:] up to its "\r\n" and

@@ -25,7 +25,9 @@ package server
 //     x-own-locks   locks shards or waits for other goroutines itself, so it
 //                   must never run while its client holds shards: EXEC
 //                   releases its locks around it (REPLICAOF, DEBUG);
-//     x-pubsub-context allowed on a RESP2 connection in Pub/Sub mode.
+//     x-pubsub-context allowed on a RESP2 connection in Pub/Sub mode;
+//     x-field       its argument after the key is a field of the hash at
+//                   the key (a hint for the pipeline's prefetch, prefetch.go).
 //     A subcommand has its parent's tokens and handler unless registered
 //     itself ("config|get").
 //   - An entry without a handler is not implemented: it is absent from
@@ -99,6 +101,7 @@ const (
 	xOwnLocks    = "x-own-locks"
 	xPubSubCtx   = "x-pubsub-context"
 	xRandCount   = "x-rand-count"
+	xFieldArg    = "x-field"
 )
 
 // cmdTable is the table being built: every entry by name, subcommands
@@ -235,6 +238,8 @@ func (cmd *command) setX(f string) {
 		cmd.pubsubContext = true
 	case xRandCount:
 		cmd.randCount = true
+	case xFieldArg:
+		cmd.fieldArg = true
 	default:
 		panic("command table: unknown property " + f + " of " + cmd.name)
 	}

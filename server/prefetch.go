@@ -19,6 +19,11 @@ import (
 // (shard.DB.PrefetchLookups), so the CPU overlaps the misses; the commands
 // then run as before and find their data in cache.
 //
+// A hash command's field (a command registered x-field: HSET, HGET...) is
+// the next miss once the hash is found: for a hash in the hashtable
+// encoding, after the keys, the window reads the fields' index slots, then
+// their entries (shard.DB.PrefetchFields), all fields of one hash together.
+//
 // The window also keeps, for each request, its key's shard and hash (a
 // keyHint): when the request runs, lockKey takes them from there instead
 // of hashing and routing the key a second time.
@@ -38,9 +43,14 @@ const aheadMax = 16
 type lookahead struct {
 	names  [aheadMax][]byte
 	keys   [aheadMax][]byte
+	args   [aheadMax][]byte // the argument after the key
+	fields [aheadMax][]byte // by key slot: a hash field to prefetch, or nil
+	fkeys  [aheadMax][]byte // by key slot: the key, when fields has one
+	group  [aheadMax][]byte // one hash's fields
 	shards [aheadMax]*shard.Shard
 	hashes [aheadMax]uint64
-	batch  [aheadMax]uint64 // one shard's hashes
+	batch  [aheadMax]uint64       // one shard's hashes
+	owner  [aheadMax]*shard.Shard // by key slot: its shard, while prefetchKeys runs
 	hints  [aheadMax]keyHint
 	seen   int // requests in the window
 }
@@ -98,11 +108,11 @@ func (c *Client) prefetchAhead() int {
 	a := c.ahead
 	seen := 0
 	for seen < aheadMax {
-		name, key, n, ok := resp.PeekKey(buf)
+		name, key, arg, n, ok := resp.PeekKeyArg(buf)
 		if !ok {
 			break
 		}
-		a.names[seen], a.keys[seen] = name, key
+		a.names[seen], a.keys[seen], a.args[seen] = name, key, arg
 		buf = buf[n:]
 		seen++
 	}
@@ -117,12 +127,19 @@ func (c *Client) prefetchAhead() int {
 			sh, h := c.srv.store.ShardOf(a.keys[i])
 			a.shards[keys], a.hashes[keys] = sh, h
 			a.hints[i] = keyHint{p: uintptr(unsafe.Pointer(unsafe.SliceData(a.keys[i]))), n: len(a.keys[i]), sh: sh, h: h}
+			a.fields[keys], a.fkeys[keys], a.owner[keys] = nil, nil, nil
+			if cmd.fieldArg && a.args[i] != nil {
+				a.fields[keys], a.fkeys[keys] = a.args[i], a.keys[i]
+			}
 			keys++
 		}
-		a.names[i], a.keys[i] = nil, nil // views of the input: not kept
+		a.names[i], a.keys[i], a.args[i] = nil, nil, nil // views of the input: not kept
 	}
 	if keys > 1 {
 		c.prefetchKeys(keys)
+	}
+	for i := 0; i < keys; i++ {
+		a.fields[i], a.fkeys[i] = nil, nil
 	}
 	return seen
 }
@@ -141,6 +158,7 @@ func (c *Client) prefetchKeys(n int) {
 			if a.shards[j] == sh {
 				batch = append(batch, a.hashes[j])
 				a.shards[j] = nil
+				a.owner[j] = sh
 			}
 		}
 		if !sh.TryLock() {
@@ -148,7 +166,30 @@ func (c *Client) prefetchKeys(n int) {
 		}
 		if d := sh.PeekDB(c.db); d != nil {
 			d.PrefetchLookups(batch)
+			c.prefetchFields(d, i, n, sh)
 		}
 		sh.Unlock()
+	}
+}
+
+// prefetchFields prefetches the hash fields of the window's key slots i..n-1
+// that lie in shard sh (locked, d its database), the fields of one hash in
+// one call.
+func (c *Client) prefetchFields(d *shard.DB, i, n int, sh *shard.Shard) {
+	a := c.ahead
+	for j := i; j < n; j++ {
+		if a.fields[j] == nil || a.owner[j] != sh {
+			continue
+		}
+		group := append(a.group[:0], a.fields[j])
+		for k := j + 1; k < n; k++ {
+			if a.fields[k] != nil && a.owner[k] == sh && a.hashes[k] == a.hashes[j] && string(a.fkeys[k]) == string(a.fkeys[j]) {
+				group = append(group, a.fields[k])
+				a.fields[k] = nil
+			}
+		}
+		d.PrefetchFields(a.hashes[j], a.fkeys[j], group)
+		a.fields[j] = nil
+		clear(group)
 	}
 }

@@ -154,3 +154,54 @@ func TestPrefetchKeyHint(t *testing.T) {
 		t.Fatalf("hint left after the batch: %+v", c.keyHint)
 	}
 }
+
+// Prefetching hash fields (x-field commands) is a hint too: pipelined hash
+// commands on a hash past the listpack limit (hashtable encoding), on a
+// small one, on a missing key and on a string key (WRONGTYPE), with fields
+// present and absent, get Redis 7.0's replies byte for byte.
+func TestPrefetchHashFieldsAgainstRedis(t *testing.T) {
+	redisAddr := startRedis(t)
+	s := startServer(t, func(c *Config) { c.Save = "" })
+	var b strings.Builder
+	b.WriteString(encode("SET", "str", "x"))
+	for i := 0; i < 300; i++ {
+		f := "f" + strconv.Itoa(i*7%211)
+		b.WriteString(encode("HSET", "big", f, strings.Repeat("v", i%80))) // past 64 bytes: hashtable
+		b.WriteString(encode("HGET", "big", "f"+strconv.Itoa(i%250)))
+		b.WriteString(encode("HSET", "small", "f"+strconv.Itoa(i%5), strconv.Itoa(i)))
+		switch i % 7 {
+		case 1:
+			b.WriteString(encode("HINCRBY", "big", "n"+strconv.Itoa(i%3), "5"))
+			b.WriteString(encode("HEXISTS", "big", f))
+			b.WriteString(encode("HSTRLEN", "big", f))
+		case 2:
+			b.WriteString(encode("HMGET", "big", f, "nosuch", "f1"))
+			b.WriteString(encode("HGET", "missing", f))
+			b.WriteString(encode("HSET", "str", f, "v"))
+		case 3:
+			b.WriteString(encode("HDEL", "big", "f"+strconv.Itoa(i%211), "nosuch"))
+			b.WriteString(encode("HSETNX", "big", f, "nx"))
+		case 4:
+			b.WriteString(encode("HINCRBYFLOAT", "small", "f1", "1.5"))
+			b.WriteString(encode("HMSET", "big", f, "m", "g"+f, "m2"))
+		}
+	}
+	b.WriteString(encode("OBJECT", "ENCODING", "big"))
+	b.WriteString(encode("OBJECT", "ENCODING", "small"))
+	b.WriteString(encode("HLEN", "big"))
+	all := b.String()
+	var parts []string
+	for len(all) > 0 {
+		n := min(len(all), 1499)
+		parts = append(parts, all[:n])
+		all = all[n:]
+	}
+	want := pipelineReplies(t, redisAddr, parts)
+	got := pipelineReplies(t, s.Addr(), parts)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("replies differ from Redis's:\n got %q\nwant %q", got, want)
+	}
+	if !bytes.Contains(want, []byte("hashtable")) || !bytes.Contains(want, []byte("WRONGTYPE")) {
+		t.Fatalf("the script does not reach the hashtable encoding or WRONGTYPE: %q", want[max(0, len(want)-200):])
+	}
+}

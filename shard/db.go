@@ -274,6 +274,20 @@ func (d *DB) PrefetchLookups(hs []uint64) {
 	d.sink += sink
 }
 
+// PrefetchFields reads into the CPU caches the index slots and entries of
+// fields of the hash stored under key (h its hash), if that is a hash in
+// the hashtable encoding: the pipeline's prefetch for hash commands, after
+// PrefetchLookups brought key's entry in. A hint: it changes nothing.
+func (d *DB) PrefetchFields(h uint64, key []byte, fields [][]byte) {
+	e, ok := d.Find(h, key)
+	if !ok || e.Type() != TypeHash {
+		return
+	}
+	if hs, ok := e.Obj().(*types.Hash); ok {
+		d.sink += hs.PrefetchFields(fields)
+	}
+}
+
 // prefetchEntryMax is how much of an entry PrefetchLookups reads: a GET
 // copies the value into its reply and a SET overwrites it in place, so the
 // lines of a small value are as hot as its header.

@@ -211,3 +211,31 @@ func TestScanDuringResize(t *testing.T) {
 		}
 	}
 }
+
+// PrefetchFields is a hint: in either encoding, for present, absent and
+// more than prefetchMax fields, it changes nothing.
+func TestHashPrefetchFields(t *testing.T) {
+	lm := &Limits{HashMaxListpackEntries: 16, HashMaxListpackValue: 64}
+	h := newHash()
+	m := map[string]string{}
+	for i := 0; i < 500; i++ {
+		var fields [][]byte
+		for j := 0; j < 40; j++ {
+			fields = append(fields, []byte(fmt.Sprint("f", (i*7+j*13)%700)))
+		}
+		h.PrefetchFields(fields)
+		h.PrefetchFields(fields[:1])
+		h.PrefetchFields(nil)
+		enc := "listpack"
+		if len(m) > lm.HashMaxListpackEntries || h.Encoding() == "hashtable" {
+			enc = "hashtable"
+		}
+		checkHash(t, h, m, enc)
+		f, v := fmt.Sprint("f", i), fmt.Sprint("v", i*i)
+		h.Set(wOf(h), []byte(f), []byte(v), lm)
+		m[f] = v
+	}
+	if h.Encoding() != "hashtable" {
+		t.Fatalf("encoding %s", h.Encoding())
+	}
+}

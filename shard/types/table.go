@@ -515,3 +515,40 @@ func (t *table) memoryUsage() int {
 	}
 	return m
 }
+
+// prefetchMax bounds the fields one prefetch call covers (a pipeline window).
+const prefetchMax = 16
+
+// prefetch reads, for each key, its home index slot, then the arena entry
+// of the first slot from there whose tag matches (the entry find would
+// compare first), up to entryMax bytes of it. Each step is a tight loop
+// of independent loads, so the CPU overlaps their cache misses; it
+// returns a byte of what it read so that the loads are kept.
+func (t *table) prefetch(keys [][]byte, entryMax int) byte {
+	var hs [prefetchMax]uint64
+	var sink byte
+	keys = keys[:min(len(keys), prefetchMax)]
+	mask := uint64(len(t.slots) - 1)
+	for i, k := range keys {
+		hs[i] = thash(k)
+		sink += byte(t.slots[hs[i]>>t.shift])
+	}
+	for i := range keys {
+		h := hs[i]
+		tag := h >> tagShift
+		for j, n := h>>t.shift, 0; n < 8; j, n = (j+1)&mask, n+1 {
+			s := t.slots[j]
+			if s == 0 {
+				break
+			}
+			if s>>tagShift == tag {
+				p := t.entry(s & refMask)
+				for o := 0; o < len(p) && o < entryMax; o += 64 {
+					sink += p[o]
+				}
+				break
+			}
+		}
+	}
+	return sink
+}
