@@ -339,7 +339,7 @@ func writeShard(w io.Writer, s *serializer, r *run, opt NativeOptions, aux []rdb
 			out.SelectDB(c.db, s.keysAt[c.db], s.expiresAt[c.db])
 			cur = c.db
 		}
-		err = r.writeOut(out, c.data)
+		err = r.writeChunk(out, c)
 		r.written(c)
 		if n := cw.n.Load(); n != last {
 			written.Add(n - last)
