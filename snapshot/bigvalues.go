@@ -60,8 +60,16 @@ import (
 // it has not encoded yet, or the writer waits for the one value being
 // encoded.
 //
-// The serializer stops the encoder and waits for it before Finish, which
-// lets the shard write into shared chunks again.
+// A string stored raw (no compression) is not copied at all: its chunk
+// holds only the record's head and the item, and the writer writes the
+// value straight from the reference, sliceBytes at a time with it.mu
+// locked (writeBig); an Unshare meanwhile copies only what is left and
+// waits at most for the slice being written. The item stays charged
+// until written, as if copied (the store may drop the bytes meanwhile).
+//
+// The serializer stops the encoder and waits for it, and for the writer
+// to have written every value it left in the shard's bytes, before
+// Finish, which lets the shard write into shared chunks again.
 
 // bigItem is one shared string waiting for the encoder.
 type bigItem struct {
@@ -378,7 +386,7 @@ func (r *run) writeBig(out *rdb.Writer, it *bigItem) error {
 	for {
 		it.mu.Lock()
 		part := it.val[:min(len(it.val), sliceBytes)]
-		err := out.Raw(part)
+		err := out.RawDirect(part)
 		it.val = it.val[len(part):]
 		last := len(it.val) == 0 || err != nil || r.failed() != nil
 		if last {
