@@ -372,28 +372,30 @@ func (s *serializer) encodeItem(it *bigItem, buf *appendBuffer, rw *rdb.Writer) 
 }
 
 // writeBig writes the bytes of a big string stored raw, the rest of its
-// record after the head its chunk carried, straight from the reference
-// (no copy into a chunk: that copy was 43% of a SAVE of 10 MB values),
-// sliceBytes at a time, each slice checksummed and written with it.mu
-// locked, yielding to clients between slices with it.mu unlocked
-// (yieldToClients). it.val is what is left to write: a writer that changes
-// the value meanwhile (Unshare) copies only that rest, the very bytes the
-// value had, and waits at most for the one slice being written (whose
-// bytes the shard must not change while write(2) reads them); the output
-// goes on from the copy. The writer marks the item done (bigDone) after
-// the last slice, or after a failure.
-func (r *run) writeBig(out *rdb.Writer, it *bigItem) error {
+// record after the head its chunk carried, from the reference, not from a
+// chunk it was first copied into (that copy, of the whole value into a
+// cold buffer, was 43% of a SAVE of 10 MB values). Each sliceBytes slice
+// is copied into scratch, a buffer the writer reuses (so it stays in
+// cache), with it.mu locked, then checksummed and written unlocked:
+// write(2) straight from the value measured 3x the kernel time of write(2)
+// from the cache-warm scratch (BENCHMARKS.md, savecopy), and a writer that
+// changes the value (Unshare) waits at most for one slice's memmove, not
+// for a write. it.val is what is left to write: Unshare copies only that
+// rest, the very bytes the value had, and the output goes on from the
+// copy. The writer yields to clients between slices (yieldToClients) and
+// marks the item done once the chunk is written (bigDone).
+func (r *run) writeBig(out *rdb.Writer, it *bigItem, scratch *[]byte) error {
 	for {
 		it.mu.Lock()
 		part := it.val[:min(len(it.val), sliceBytes)]
-		err := out.RawDirect(part)
+		*scratch = append((*scratch)[:0], part...)
 		it.val = it.val[len(part):]
-		last := len(it.val) == 0 || err != nil || r.failed() != nil
+		last := len(it.val) == 0 || r.failed() != nil
 		if last {
 			it.val = nil
 		}
 		it.mu.Unlock()
-		if last {
+		if err := out.RawDirect(*scratch); err != nil || last {
 			return err
 		}
 		r.yieldToClients()

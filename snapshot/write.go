@@ -217,11 +217,12 @@ type chunk struct {
 // charge is what the chunk holds of the budget.
 func (c chunk) charge() int64 { return int64(len(c.data)) + c.bigBytes }
 
-// writeChunk writes a chunk's records, and its big string if any, to out.
-func (r *run) writeChunk(out *rdb.Writer, c chunk) error {
+// writeChunk writes a chunk's records, and its big string if any, to out;
+// scratch is the writer's own slice buffer (writeBig).
+func (r *run) writeChunk(out *rdb.Writer, c chunk, scratch *[]byte) error {
 	err := r.writeOut(out, c.data)
 	if err == nil && c.big != nil {
-		err = r.writeBig(out, c.big)
+		err = r.writeBig(out, c.big, scratch)
 	}
 	return err
 }
@@ -374,6 +375,7 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 		}
 	}
 	cur := -1
+	var scratch []byte // writeBig's slices
 	for {
 		var c chunk
 		var ok bool
@@ -394,7 +396,7 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 			out.SelectDB(c.db, keys[c.db], expires[c.db])
 			cur = c.db
 		}
-		if err := r.writeChunk(out, c); err != nil {
+		if err := r.writeChunk(out, c, &scratch); err != nil {
 			r.fail(err)
 		}
 		r.written(c)
