@@ -60,12 +60,13 @@ import (
 // it has not encoded yet, or the writer waits for the one value being
 // encoded.
 //
-// A string stored raw (no compression) is not copied at all: its chunk
-// holds only the record's head and the item, and the writer writes the
-// value straight from the reference, sliceBytes at a time with it.mu
-// locked (writeBig); an Unshare meanwhile copies only what is left and
-// waits at most for the slice being written. The item stays charged
-// until written, as if copied (the store may drop the bytes meanwhile).
+// A string stored raw (no compression) is not copied into a chunk: its
+// chunk holds only the record's head and the item, and the writer takes
+// the value from the reference sliceBytes at a time, each slice copied
+// into its own cache-warm scratch buffer with it.mu locked and written
+// unlocked (writeBig); an Unshare meanwhile copies only what is left and
+// waits at most for one slice's memmove. The item stays charged until
+// written, as if copied (the store may drop the bytes meanwhile).
 //
 // The serializer stops the encoder and waits for it, and for the writer
 // to have written every value it left in the shard's bytes, before
