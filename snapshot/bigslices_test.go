@@ -10,9 +10,9 @@ import (
 	"github.com/damselflydb/damselfly/shard"
 )
 
-// TestBigStringCopiedInSlices: a paced save copies a big string into its
-// chunk sliceBytes at a time and yields to clients between slices
-// (copyString). Writers that change the value in place between two slices
+// TestBigStringCopiedInSlices: a paced save writes a big string straight
+// from the shard's bytes sliceBytes at a time and yields to clients between slices
+// (writeBig). Writers that change the value in place between two slices
 // (Unshare), append to it, or overwrite it must not reach the dump: it
 // holds the value as it was at the cut, byte for byte.
 func TestBigStringCopiedInSlices(t *testing.T) {
@@ -28,7 +28,7 @@ func TestBigStringCopiedInSlices(t *testing.T) {
 			sh, h := st.ShardOf(k)
 			changes := 0
 			busy := func() bool {
-				if !calledFrom("copyString") {
+				if !calledFrom("writeBig") {
 					return false
 				}
 				// The encoder pauses between two slices, it.mu unlocked.

@@ -60,8 +60,17 @@ import (
 // it has not encoded yet, or the writer waits for the one value being
 // encoded.
 //
-// The serializer stops the encoder and waits for it before Finish, which
-// lets the shard write into shared chunks again.
+// A string stored raw (no compression) is not copied into a chunk: its
+// chunk holds only the record's head and the item, and the writer takes
+// the value from the reference sliceBytes at a time, each slice copied
+// into its own cache-warm scratch buffer with it.mu locked and written
+// unlocked (writeBig); an Unshare meanwhile copies only what is left and
+// waits at most for one slice's memmove. The item stays charged until
+// written, as if copied (the store may drop the bytes meanwhile).
+//
+// The serializer stops the encoder and waits for it, and for the writer
+// to have written every value it left in the shard's bytes, before
+// Finish, which lets the shard write into shared chunks again.
 
 // bigItem is one shared string waiting for the encoder.
 type bigItem struct {
@@ -82,6 +91,9 @@ type bigItem struct {
 	// given up: val no longer read). It moves only forward; the step from
 	// live to charged is taken by whoever wins its CompareAndSwap.
 	state atomic.Int32
+	// refs, once the item's chunk is queued with the bytes to write from
+	// the reference (writeBig), is its serializer's bigQueue.refs.
+	refs *sync.WaitGroup
 }
 
 const (
@@ -98,6 +110,10 @@ type bigQueue struct {
 	closed bool
 	wake   chan struct{} // capacity 1
 	exited chan struct{}
+	// refs counts the queued chunks whose value the writer writes from
+	// the shard's bytes (writeBig): the shard's snapshot must not end
+	// (Finish) before they are written.
+	refs sync.WaitGroup
 }
 
 // bigObj is the memory (MemoryUsage) from which a collection is captured
@@ -284,17 +300,26 @@ func (s *serializer) encodeBig() {
 			continue
 		}
 		n := 0
-		if it.typ == shard.TypeString { // (it.obj changes under it.mu)
+		if it.typ == shard.TypeString && !s.r.limits.NoCompression { // (it.obj changes under it.mu)
 			n = int(it.charge) // a string's record: no regrowth, no copy
 		}
 		buf.b = s.r.getBuf(n)
-		err := s.encodeItem(it, &buf, rw)
+		ref, err := s.encodeItem(it, &buf, rw)
 		if err != nil {
 			s.r.fail(fmt.Errorf("snapshot: key %q: %w", it.key, err))
 			continue
 		}
 		c := chunk{db: it.db, data: buf.b}
-		s.r.mem.adjust(int64(len(c.data)) - it.charge) // the chunk takes the item's charge over
+		if ref > 0 {
+			// The writer writes the value from the reference: the chunk
+			// holds the item (charged: a value the store drops meanwhile
+			// is extra memory until written) and the serializer's
+			// finish waits for it.
+			c.big, c.bigBytes = it, int64(ref)
+			it.refs = &q.refs
+			q.refs.Add(1)
+		}
+		s.r.mem.adjust(c.charge() - it.charge) // the chunk takes the item's charge over
 		select {
 		case s.queue <- c:
 		case <-s.r.abort:
@@ -314,11 +339,13 @@ func (s *serializer) encodeBig() {
 	}
 }
 
-// encodeItem encodes a charged item into buf and marks it done. A string
-// stored raw is copied in slices (copyString); the rest in one piece.
-func (s *serializer) encodeItem(it *bigItem, buf *appendBuffer, rw *rdb.Writer) error {
+// encodeItem encodes a charged item into buf and marks it done, or, for a
+// string stored raw, appends only its record's head and leaves the item
+// charged, not done, for the writer to write its bytes straight from the
+// reference (writeBig); ref is then the length of the value.
+func (s *serializer) encodeItem(it *bigItem, buf *appendBuffer, rw *rdb.Writer) (ref int, err error) {
 	it.mu.Lock()
-	var err error
+	defer it.mu.Unlock()
 	if it.meta {
 		err = rw.MCFlags(it.flags)
 	}
@@ -326,9 +353,8 @@ func (s *serializer) encodeItem(it *bigItem, buf *appendBuffer, rw *rdb.Writer) 
 	// one of up to 11 bytes may take the integer encoding.)
 	if err == nil && it.obj == nil && s.r.limits.NoCompression && len(it.val) > 11 {
 		if err = rw.Flush(); err == nil {
-			it.mu.Unlock()
-			s.copyString(it, buf)
-			return nil
+			buf.b = rdb.AppendStringHead(buf.b, it.key, len(it.val), it.exp)
+			return len(it.val), nil
 		}
 	}
 	if err == nil {
@@ -343,37 +369,49 @@ func (s *serializer) encodeItem(it *bigItem, buf *appendBuffer, rw *rdb.Writer) 
 	}
 	it.val, it.obj = nil, nil
 	it.state.Store(itemDone)
-	it.mu.Unlock()
-	return err
+	return 0, err
 }
 
-// copyString appends the record of a big string stored raw to buf, its
-// value sliceBytes at a time, yielding to clients between slices with
-// it.mu unlocked (yieldToClients). The item stays charged (not done)
-// until the last slice, and it.val is what is left to copy: a writer that
-// changes the value meanwhile (Unshare) copies only that rest, the very
-// bytes the value had, and the copy goes on from there.
-func (s *serializer) copyString(it *bigItem, buf *appendBuffer) {
-	it.mu.Lock()
-	buf.b = slices.Grow(buf.b, len(it.key)+len(it.val)+16) // one allocation, not doublings
-	buf.b = rdb.AppendStringHead(buf.b, it.key, len(it.val), it.exp)
-	it.mu.Unlock()
+// writeBig writes the bytes of a big string stored raw, the rest of its
+// record after the head its chunk carried, from the reference, not from a
+// chunk it was first copied into (that copy, of the whole value into a
+// cold buffer, was 43% of a SAVE of 10 MB values). Each sliceBytes slice
+// is copied into scratch, a buffer the writer reuses (so it stays in
+// cache), with it.mu locked, then checksummed and written unlocked:
+// write(2) straight from the value measured 3x the kernel time of write(2)
+// from the cache-warm scratch (BENCHMARKS.md, savecopy), and a writer that
+// changes the value (Unshare) waits at most for one slice's memmove, not
+// for a write. it.val is what is left to write: Unshare copies only that
+// rest, the very bytes the value had, and the output goes on from the
+// copy. The writer yields to clients between slices (yieldToClients) and
+// marks the item done once the chunk is written (bigDone).
+func (r *run) writeBig(out *rdb.Writer, it *bigItem, scratch *[]byte) error {
 	for {
 		it.mu.Lock()
 		part := it.val[:min(len(it.val), sliceBytes)]
-		buf.b = append(buf.b, part...)
+		*scratch = append((*scratch)[:0], part...)
 		it.val = it.val[len(part):]
-		last := len(it.val) == 0 || s.r.failed() != nil
+		last := len(it.val) == 0 || r.failed() != nil
 		if last {
 			it.val = nil
-			it.state.Store(itemDone)
 		}
 		it.mu.Unlock()
-		if last {
-			return
+		if err := out.RawDirect(*scratch); err != nil || last {
+			return err
 		}
-		s.r.yieldToClients()
+		r.yieldToClients()
 	}
+}
+
+// bigDone marks a big string's item done once its chunk is written (or
+// dropped by a failed save): the item no longer reads the shard's bytes,
+// so the serializer's finish may end the shard's snapshot (bigQueue.refs).
+func bigDone(it *bigItem) {
+	it.mu.Lock()
+	it.val = nil
+	it.state.Store(itemDone)
+	it.mu.Unlock()
+	it.refs.Done()
 }
 
 // markGate marks the shard (locked by the writer) when the writer's charge
@@ -384,7 +422,8 @@ func (s *serializer) markGate() {
 	}
 }
 
-// stopBig waits until the encoder has encoded everything queued and ended.
+// stopBig waits until the encoder has encoded everything queued and ended,
+// and the writer has written every value it left in the shard's bytes.
 func (s *serializer) stopBig() {
 	q := &s.big
 	q.mu.Lock()
@@ -395,4 +434,5 @@ func (s *serializer) stopBig() {
 	default:
 	}
 	<-q.exited
+	q.refs.Wait()
 }

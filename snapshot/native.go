@@ -330,6 +330,7 @@ func writeShard(w io.Writer, s *serializer, r *run, opt NativeOptions, aux []rdb
 	}
 	cur := -1
 	var last int64
+	var scratch []byte // writeBig's slices
 	for c := range s.queue {
 		if err != nil || r.failed() != nil {
 			r.written(c)
@@ -339,7 +340,7 @@ func writeShard(w io.Writer, s *serializer, r *run, opt NativeOptions, aux []rdb
 			out.SelectDB(c.db, s.keysAt[c.db], s.expiresAt[c.db])
 			cur = c.db
 		}
-		err = r.writeOut(out, c.data)
+		err = r.writeChunk(out, c, &scratch)
 		r.written(c)
 		if n := cw.n.Load(); n != last {
 			written.Add(n - last)

@@ -208,6 +208,23 @@ const (
 type chunk struct {
 	db   int
 	data []byte
+	// big, when set, is a big string whose bytes follow data, written by
+	// the writer from the shard's bytes (writeBig); bigBytes of them.
+	big      *bigItem
+	bigBytes int64
+}
+
+// charge is what the chunk holds of the budget.
+func (c chunk) charge() int64 { return int64(len(c.data)) + c.bigBytes }
+
+// writeChunk writes a chunk's records, and its big string if any, to out;
+// scratch is the writer's own slice buffer (writeBig).
+func (r *run) writeChunk(out *rdb.Writer, c chunk, scratch *[]byte) error {
+	err := r.writeOut(out, c.data)
+	if err == nil && c.big != nil {
+		err = r.writeBig(out, c.big, scratch)
+	}
+	return err
 }
 
 // run is one Write in progress.
@@ -259,13 +276,13 @@ func (s *serializer) send(c chunk) bool {
 	if s.traversing {
 		return s.queueChunk(c)
 	}
-	if s.r.mem.tryAcquire(int64(len(c.data))) {
+	if s.r.mem.tryAcquire(c.charge()) {
 		select {
 		case s.queue <- c:
 			s.markGate()
 			return true
 		default:
-			s.r.mem.release(int64(len(c.data)))
+			s.r.mem.release(c.charge())
 		}
 	}
 	t := time.Now()
@@ -278,14 +295,14 @@ func (s *serializer) send(c chunk) bool {
 // queueChunk waits for budget and queues c; it touches no hook state, so
 // the serializer goroutine calls it with the shard unlocked.
 func (s *serializer) queueChunk(c chunk) bool {
-	if !s.r.mem.acquire(int64(len(c.data)), s.r.abort) {
+	if !s.r.mem.acquire(c.charge(), s.r.abort) {
 		return false
 	}
 	select {
 	case s.queue <- c:
 		return true
 	case <-s.r.abort:
-		s.r.mem.release(int64(len(c.data)))
+		s.r.mem.release(c.charge())
 		return false
 	}
 }
@@ -293,7 +310,10 @@ func (s *serializer) queueChunk(c chunk) bool {
 // written is called by a writer for each chunk it took off a queue
 // (written or not): it recycles the buffer and frees its budget.
 func (r *run) written(c chunk) {
-	r.mem.release(int64(len(c.data)))
+	if c.big != nil {
+		bigDone(c.big)
+	}
+	r.mem.release(c.charge())
 	r.putBuf(c.data)
 }
 
@@ -355,6 +375,7 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 		}
 	}
 	cur := -1
+	var scratch []byte // writeBig's slices
 	for {
 		var c chunk
 		var ok bool
@@ -375,7 +396,7 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 			out.SelectDB(c.db, keys[c.db], expires[c.db])
 			cur = c.db
 		}
-		if err := r.writeOut(out, c.data); err != nil {
+		if err := r.writeChunk(out, c, &scratch); err != nil {
 			r.fail(err)
 		}
 		r.written(c)

@@ -173,6 +173,19 @@ func (w *Writer) Raw(p []byte) error {
 	return w.err
 }
 
+// RawDirect is Raw for the slices of a big value: when p does not fit in
+// what is left of the buffer, the buffer is flushed first, so that p (at
+// least a buffer long) goes to the underlying writer without a copy.
+func (w *Writer) RawDirect(p []byte) error {
+	if w.err == nil && w.bw.Buffered() > 0 && len(p) > w.bw.Available() {
+		if err := w.bw.Flush(); err != nil {
+			w.err = err
+		}
+	}
+	w.write(p)
+	return w.err
+}
+
 func (w *Writer) write(p []byte) {
 	if w.err != nil {
 		return
