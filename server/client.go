@@ -239,6 +239,9 @@ func (c *Client) serveFrom(resumed bool) {
 			c.w += n
 			c.netRead(n) // netstats.go
 			c.lastSeen.Store(time.Now().UnixNano())
+			if c.overQueryLimit() { // querybuf.go
+				return
+			}
 		}
 		resumed = false
 		perr := c.processInput()

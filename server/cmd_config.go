@@ -65,12 +65,21 @@ func configParams() map[string]configParam {
 		"proto-max-bulk-len": {
 			get: func(s *Server) string { return strconv.FormatInt(s.cfg.protoMaxBulkLen.Load(), 10) },
 			set: func(s *Server, v string) error {
-				n, err := ParseMemory(v)
-				if err != nil || n < 1024*1024 {
-					return errors.New("argument must be a memory value")
+				n, err := parseConfigMemory(v, 1024*1024)
+				if err == nil {
+					s.cfg.protoMaxBulkLen.Store(n)
 				}
-				s.cfg.protoMaxBulkLen.Store(n)
-				return nil
+				return err
+			},
+		},
+		"client-query-buffer-limit": {
+			get: func(s *Server) string { return strconv.FormatInt(s.cfg.queryBufLimit.Load(), 10) },
+			set: func(s *Server, v string) error {
+				n, err := parseConfigMemory(v, minQueryBufferLimit)
+				if err == nil {
+					s.cfg.queryBufLimit.Store(n)
+				}
+				return err
 			},
 		},
 		"client-output-buffer-limit": outLimitParam(),

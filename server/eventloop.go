@@ -80,6 +80,11 @@ func (lc *loopClient) Readable(in netpoll.Input, now int64) netpoll.Action {
 	if n > 0 {
 		c.w += n
 		c.netRead(n) // netstats.go
+		// client-query-buffer-limit (querybuf.go)
+		if c.overQueryLimit() {
+			c.aofSyncReplies()
+			return netpoll.CloseNow
+		}
 	}
 	c.lastSeen.Store(now)
 	c.gate.active.Store(1) // see scriptCache.begin

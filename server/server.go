@@ -145,6 +145,7 @@ type liveConfig struct {
 	save            string
 	maxMemory       atomic.Int64
 	protoMaxBulkLen atomic.Int64
+	queryBufLimit   atomic.Int64 // client-query-buffer-limit (querybuf.go)
 	protectedMode   atomic.Bool
 	rdbCompression  atomic.Bool       // LZF in dumps (rdbcompression); see snapshot.Options.Compress
 	params          map[string]string // other CONFIG parameters, kept as given
@@ -309,6 +310,7 @@ func New(cfg Config) *Server {
 	s.words.multi, s.words.exec = [][]byte{[]byte("MULTI")}, [][]byte{[]byte("EXEC")}
 	s.evict.pools = make([]evictPool, len(s.store.Shards()))
 	s.cfg.protoMaxBulkLen.Store(defaultMaxBulkBytes)
+	s.cfg.queryBufLimit.Store(defaultQueryBufferLimit)
 	s.cfg.protectedMode.Store(cfg.ProtectedMode)
 	s.cfg.params = map[string]string{"masterauth": cfg.MasterAuth, "masteruser": cfg.MasterUser}
 	s.persist.init(s.started)
