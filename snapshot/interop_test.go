@@ -161,6 +161,14 @@ func TestDumpLoadsInRedis(t *testing.T) {
 	fillAllTypes(st, time.Now().Add(time.Hour).UnixMilli())
 	want := contents(st, time.Now().UnixMilli(), true)
 	data, _ := save(t, st, Options{})
+	compareContents(t, want, redisContents(t, startRedis(t, checkedDumpDir(t, data))))
+}
+
+// checkedDumpDir writes data as dump.rdb in a new directory, checks it
+// with redis-check-rdb and returns the directory, for redis-server to
+// load it.
+func checkedDumpDir(t *testing.T, data []byte) string {
+	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "dump.rdb")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
@@ -170,7 +178,7 @@ func TestDumpLoadsInRedis(t *testing.T) {
 	if err != nil || !bytes.Contains(out, []byte("RDB looks OK")) {
 		t.Fatalf("redis-check-rdb: %v\n%s", err, out)
 	}
-	compareContents(t, want, redisContents(t, startRedis(t, dir)))
+	return dir
 }
 
 // TestRedisDumpLoads: a dump written by redis-server loads into Damselfly
@@ -356,16 +364,7 @@ func TestRedisStreamsBothWays(t *testing.T) {
 
 	// Our dump, in Redis.
 	ours, _ := save(t, st, Options{})
-	dir2 := t.TempDir()
-	path := filepath.Join(dir2, "dump.rdb")
-	if err := os.WriteFile(path, ours, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("redis-check-rdb", path).CombinedOutput()
-	if err != nil || !bytes.Contains(out, []byte("RDB looks OK")) {
-		t.Fatalf("redis-check-rdb: %v\n%s", err, out)
-	}
-	compareContents(t, want, redisContents(t, startRedis(t, dir2)))
+	compareContents(t, want, redisContents(t, startRedis(t, checkedDumpDir(t, ours))))
 }
 
 // bigValues returns the big strings of the big-value interop tests: 1, 3
@@ -402,16 +401,7 @@ func TestBigValuesInRedis(t *testing.T) {
 	for _, compress := range []bool{false, true} {
 		t.Run(fmt.Sprint("lzf=", compress), func(t *testing.T) {
 			data, _ := save(t, st, Options{Compress: compress})
-			dir := t.TempDir()
-			path := filepath.Join(dir, "dump.rdb")
-			if err := os.WriteFile(path, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			out, err := exec.Command("redis-check-rdb", path).CombinedOutput()
-			if err != nil || !bytes.Contains(out, []byte("RDB looks OK")) {
-				t.Fatalf("redis-check-rdb: %v\n%s", err, out)
-			}
-			compareContents(t, want, redisContents(t, startRedis(t, dir)))
+			compareContents(t, want, redisContents(t, startRedis(t, checkedDumpDir(t, data))))
 		})
 	}
 }

@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -137,16 +134,7 @@ func TestMCFlagsDumpLoadsInRedis(t *testing.T) {
 	if !bytes.Contains(data, []byte(rdb.AuxMCFlags)) {
 		t.Fatal("no df-mc-flags field in the dump")
 	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "dump.rdb")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("redis-check-rdb", path).CombinedOutput()
-	if err != nil || !bytes.Contains(out, []byte("RDB looks OK")) {
-		t.Fatalf("redis-check-rdb: %v\n%s", err, out)
-	}
-	rc := startRedis(t, dir)
+	rc := startRedis(t, checkedDumpDir(t, data))
 	compareContents(t, want, redisContents(t, rc))
 	if n := rc.DBSize(context.Background()).Val(); n == 0 {
 		t.Fatal("redis-server loaded no keys")
