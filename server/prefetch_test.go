@@ -14,6 +14,24 @@ import (
 // pipelineReplies writes reqs on a new connection in parts (each one write,
 // so the server reads batches that end mid-request too) and returns all the
 // bytes received until the connection stays quiet.
+// sameRepliesAsRedis sends stream to redis-server and to addr in pieces of
+// cut bytes (odd sizes, so that batches end inside requests), fails unless
+// the replies are the same bytes, and returns them.
+func sameRepliesAsRedis(t *testing.T, redisAddr, addr, stream string, cut int) []byte {
+	t.Helper()
+	var parts []string
+	for len(stream) > 0 {
+		n := min(len(stream), cut)
+		parts = append(parts, stream[:n])
+		stream = stream[n:]
+	}
+	want := pipelineReplies(t, redisAddr, parts)
+	if got := pipelineReplies(t, addr, parts); !bytes.Equal(got, want) {
+		t.Fatalf("replies differ from Redis's:\n got %q\nwant %q", got, want)
+	}
+	return want
+}
+
 func pipelineReplies(t *testing.T, addr string, parts []string) []byte {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
@@ -23,12 +41,19 @@ func pipelineReplies(t *testing.T, addr string, parts []string) []byte {
 	defer nc.Close()
 	var got bytes.Buffer
 	buf := make([]byte, 64<<10)
-	for _, p := range parts {
+	for i, p := range parts {
 		if _, err := io.WriteString(nc, p); err != nil {
 			t.Fatal(err)
 		}
+		// A short pause between parts lets each arrive as its own batch
+		// (a late reply is read with the next part's); after the last,
+		// read until the server has been silent for a while.
+		idle := 20 * time.Millisecond
+		if i == len(parts)-1 {
+			idle = 300 * time.Millisecond
+		}
 		for {
-			_ = nc.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+			_ = nc.SetReadDeadline(time.Now().Add(idle))
 			n, err := nc.Read(buf)
 			got.Write(buf[:n])
 			if err != nil {
@@ -83,19 +108,7 @@ func TestPrefetchPipelineAgainstRedis(t *testing.T) {
 			b.WriteString(encode("DEL", k, "n1"))
 		}
 	}
-	all := b.String()
-	// Cut the stream at odd places so that batches end inside requests.
-	var parts []string
-	for len(all) > 0 {
-		n := min(len(all), 997)
-		parts = append(parts, all[:n])
-		all = all[n:]
-	}
-	want := pipelineReplies(t, redisAddr, parts)
-	got := pipelineReplies(t, s.Addr(), parts)
-	if !bytes.Equal(got, want) {
-		t.Fatalf("replies differ from Redis's:\n got %q\nwant %q", got, want)
-	}
+	want := sameRepliesAsRedis(t, redisAddr, s.Addr(), b.String(), 997)
 	if len(want) < 1000 {
 		t.Fatalf("only %d bytes of replies", len(want))
 	}
@@ -189,18 +202,7 @@ func TestPrefetchHashFieldsAgainstRedis(t *testing.T) {
 	b.WriteString(encode("OBJECT", "ENCODING", "big"))
 	b.WriteString(encode("OBJECT", "ENCODING", "small"))
 	b.WriteString(encode("HLEN", "big"))
-	all := b.String()
-	var parts []string
-	for len(all) > 0 {
-		n := min(len(all), 1499)
-		parts = append(parts, all[:n])
-		all = all[n:]
-	}
-	want := pipelineReplies(t, redisAddr, parts)
-	got := pipelineReplies(t, s.Addr(), parts)
-	if !bytes.Equal(got, want) {
-		t.Fatalf("replies differ from Redis's:\n got %q\nwant %q", got, want)
-	}
+	want := sameRepliesAsRedis(t, redisAddr, s.Addr(), b.String(), 1499)
 	if !bytes.Contains(want, []byte("hashtable")) || !bytes.Contains(want, []byte("WRONGTYPE")) {
 		t.Fatalf("the script does not reach the hashtable encoding or WRONGTYPE: %q", want[max(0, len(want)-200):])
 	}
