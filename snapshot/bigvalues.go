@@ -68,6 +68,12 @@ import (
 // waits at most for one slice's memmove. The item stays charged until
 // written, as if copied (the store may drop the bytes meanwhile).
 //
+// A string an overwrite replaced (Overwritten, not Dropped) leaves its whole
+// chunk to the item: once the item is done (written, or copied by the
+// encoder) nothing references that chunk, and it goes to the budget's
+// spares for a later overwrite of the same size (budget.go,
+// shard.ChunkRecycler): a warm chunk instead of a new one whose pages fault.
+//
 // The serializer stops the encoder and waits for it, and for the writer
 // to have written every value it left in the shard's bytes, before
 // Finish, which lets the shard write into shared chunks again.

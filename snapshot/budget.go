@@ -117,15 +117,20 @@ func (b *budget) tryAcquire(n int64) bool {
 // tryAcquireLive is tryAcquire for the encoder's live values: with a gate
 // they take only the lower half of the budget (up to the soft limit), so
 // that the save's own pipeline never closes the gate; the upper half is
-// left to the values writers drop, whose writers the gate slows.
+// left to the values writers drop, whose writers the gate slows. It sheds
+// no spare unless nothing is in flight: the encoder can wait for the
+// output, while an overwrite that finds no spare pays page faults with its
+// shard locked.
 func (b *budget) tryAcquireLive(n int64) bool {
 	if b.gate == nil {
 		return b.tryAcquire(n)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.shed(n)
-	if b.used == 0 || b.used+n <= b.soft {
+	if b.used == 0 {
+		b.shed(n)
+	}
+	if b.used == 0 || (b.used+n <= b.soft && b.used+b.spareBytes+n <= b.limit) {
 		b.used += n
 		b.peak = max(b.peak, b.used+b.spareBytes)
 		b.setGate()
@@ -254,6 +259,8 @@ func (b *budget) spare(n int) []byte {
 			b.spares = slices.Delete(b.spares, i, i+1)
 			b.spareBytes -= int64(cap(c))
 			b.reused++
+			close(b.wake) // room for an encoder waiting (tryAcquireLive)
+			b.wake = make(chan struct{})
 			return c[:n:n]
 		}
 	}
