@@ -43,8 +43,9 @@ type budget struct {
 	// chunk instead of a new one that faults on first touch
 	// (shard.ChunkRecycler). They count against the limit (used +
 	// spareBytes never exceeds it) but not in used, so they never close
-	// the gate, and they only fill room nobody wants: every charge sheds
-	// them first when it needs their room (shed).
+	// the gate, and they only fill room nobody wants: a writer's charge
+	// sheds them first when it needs their room (shed); the live value
+	// encoder waits for the output instead (tryAcquireLive).
 	spares       [][]byte
 	spareBytes   int64
 	kept, reused int64 // spares counted (Stats)
