@@ -63,6 +63,10 @@ type ChunkRecycler interface {
 	// Spare returns a chunk of exactly n bytes that nothing references
 	// (one Overwritten gave, already written), or nil. Shard locked.
 	Spare(n int) []byte
+	// Done reports whether the sink has finished reading the value token
+	// names (written, or copied): its chunk may then change in place, and
+	// an overwrite reuses it instead of taking a new one. Shard locked.
+	Done(token any) bool
 }
 
 // sharedStrs is a DB's record of the chunks shared with the running
@@ -117,7 +121,8 @@ func (d *DB) stopSharing() { d.shared = nil }
 
 // reuseInPlace reports whether an overwrite may write the new value into
 // the old chunk (ref, its bytes mem, at pos): not when it is a large chunk
-// shared with the running snapshot. The pre-change hook runs here, first,
+// shared with the running snapshot, unless the sink is done with it
+// (ChunkRecycler.Done). The pre-change hook runs here, first,
 // so that a chunk it shares now is not reused either; a chunk whose bucket
 // was captured before, or that is not shared, is reused (only the first
 // overwrite of a key the snapshot shares allocates, as a fork copies a
@@ -127,8 +132,15 @@ func (d *DB) reuseInPlace(pos dash.Pos, ref dash.Ref, mem []byte) bool {
 		return true
 	}
 	d.main.Replace(pos, ref) // the hook; the in-place path's own Replace is then a no-op for it
-	_, shared := d.shared.refs[ref]
-	return !shared
+	tok, shared := d.shared.refs[ref]
+	if !shared {
+		return true
+	}
+	if r, ok := d.shared.sink.(ChunkRecycler); ok && r.Done(tok) {
+		delete(d.shared.refs, ref) // written already: nobody reads it now
+		return true
+	}
+	return false
 }
 
 // unshare is called before ref's bytes change in place (hook already run).

@@ -220,6 +220,14 @@ func (s *serializer) Overwritten(token any, chunk []byte) {
 	s.dropped(it)
 }
 
+// Done implements shard.ChunkRecycler (shard locked): a string item is
+// done once written or copied (itemDone is its last state, stored after
+// its last read of the shard's bytes, under it.mu).
+func (s *serializer) Done(token any) bool {
+	it := token.(*bigItem)
+	return it.typ == shard.TypeString && it.state.Load() == itemDone
+}
+
 // Spare implements shard.ChunkRecycler (shard locked).
 func (s *serializer) Spare(n int) []byte { return s.r.mem.spare(n) }
 
