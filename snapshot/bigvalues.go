@@ -73,6 +73,7 @@ import (
 // encoder) nothing references that chunk, and it goes to the budget's
 // spares for a later overwrite of the same size (budget.go,
 // shard.ChunkRecycler): a warm chunk instead of a new one whose pages fault.
+// Once an item is done (Done), the shard overwrites its chunk in place.
 //
 // The serializer stops the encoder and waits for it, and for the writer
 // to have written every value it left in the shard's bytes, before
