@@ -174,3 +174,26 @@ func TestBudgetSpares(t *testing.T) {
 		t.Fatalf("spares kept %d, reused %d; want 3, 1", kept, reused)
 	}
 }
+
+// TestBudgetLiveWaitsForSpares: the live value encoder does not shed
+// spares while something is in flight (it can wait for the output; an
+// overwrite without a spare would fault with its shard locked), and sheds
+// them once nothing is, so it never waits for good.
+func TestBudgetLiveWaitsForSpares(t *testing.T) {
+	b := newBudget(100, &WriterGate{})
+	b.tryAcquire(10)
+	b.addSpare(make([]byte, 65))
+	if b.tryAcquireLive(40) { // 10 + 65 + 40 > 100
+		t.Fatal("the live encoder took the spare's room with 10 bytes in flight")
+	}
+	if len(b.spares) != 1 {
+		t.Fatal("the live encoder shed a spare with 10 bytes in flight")
+	}
+	if !b.tryAcquireLive(25) { // 10 + 65 + 25 <= 100, 35 <= soft
+		t.Fatal("refused room beside the spare")
+	}
+	b.release(35)
+	if !b.tryAcquireLive(40) || len(b.spares) != 0 { // 0 + 65 + 40 > 100: shed
+		t.Fatalf("with nothing in flight: spares %d, want the encoder to shed them and go on", len(b.spares))
+	}
+}
