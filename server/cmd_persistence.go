@@ -189,7 +189,8 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 	s.persist.lastStats.Store(&stats)
 	s.log.Info("DB saved on disk", "reason", reason, "file", path, "keys", stats.Keys, "bytes", stats.Bytes,
 		"seconds", round3(stats.Duration.Seconds()), "MB/s", mbps(stats.Bytes, stats.Duration),
-		"in_flight_peak_MiB", round3(float64(stats.InFlightPeak)/(1<<20)), "writer_waits", saveWaits(stats))
+		"in_flight_peak_MiB", round3(float64(stats.InFlightPeak)/(1<<20)),
+		"spares_kept", stats.SparesKept, "spares_reused", stats.SparesReused, "writer_waits", saveWaits(stats))
 	return nil
 }
 

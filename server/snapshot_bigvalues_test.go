@@ -16,7 +16,11 @@ import (
 // go-redis clients during a BGSAVE with values of the same size (the chunk
 // would be reused in place), of another size, and changed in place
 // (APPEND, SETRANGE, SETBIT) or deleted; the dump, loaded into a fresh
-// server, equals the dataset at the cut (DEBUG DIGEST).
+// server, equals the dataset at the cut (DEBUG DIGEST). A second wave
+// overwrites other keys with values of the same size once the save has
+// written some of the chunks the first left it, so they take those chunks
+// (spares, shard.ChunkRecycler): the dump still equals the cut, and the
+// store holds every value last written.
 func TestSnapshotCutBigValues(t *testing.T) {
 	dir := t.TempDir()
 	s := startServer(t, func(c *Config) { c.Dir = dir; c.Shards = 2 })
@@ -33,11 +37,15 @@ func TestSnapshotCutBigValues(t *testing.T) {
 	val := func(i int, tag string) string {
 		return strings.Repeat(fmt.Sprintf("%s%d.", tag, i), size(i)/4)[:size(i)]
 	}
+	const wave2 = 8
 	for i := 0; i < keys; i++ {
 		if err := rdb.Set(ctx, fmt.Sprint("big:", i), val(i, "old"), 0).Err(); err != nil {
 			t.Fatal(err)
 		}
 		rdb.Set(ctx, fmt.Sprint("small:", i), i, 0)
+		if i%40 != 0 && i < 2*wave2 {
+			rdb.Set(ctx, fmt.Sprint("big2:", i), val(i, "old"), 0)
+		}
 	}
 	atCut, err := rdb.Do(ctx, "DEBUG", "DIGEST").Text()
 	if err != nil {
@@ -73,6 +81,12 @@ func TestSnapshotCutBigValues(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	for i := 0; i < 2*wave2; i++ {
+		if i%40 != 0 {
+			time.Sleep(60 * time.Millisecond) // one value written at rdb-key-save-delay
+			rdb.Set(ctx, fmt.Sprint("big2:", i), val(i, "wave2"), 0)
+		}
+	}
 	if !strings.Contains(rdb.Info(ctx, "persistence").Val(), "rdb_bgsave_in_progress:1") {
 		t.Fatal("the BGSAVE finished before the writes did: raise rdb-key-save-delay")
 	}
@@ -84,6 +98,20 @@ func TestSnapshotCutBigValues(t *testing.T) {
 	}
 	if !strings.Contains(rdb.Info(ctx, "persistence").Val(), "rdb_last_bgsave_status:ok") {
 		t.Fatal("BGSAVE failed")
+	}
+	if st := s.persist.lastStats.Load(); st.SparesReused == 0 {
+		t.Errorf("no overwrite took a chunk the save had written (%d kept)", st.SparesKept)
+	} else {
+		t.Logf("spares kept %d, reused %d", st.SparesKept, st.SparesReused)
+	}
+	for i := 0; i < keys; i++ {
+		k := fmt.Sprint("big:", i)
+		if i%6 == 0 && rdb.Get(ctx, k).Val() != val(i, "new") {
+			t.Errorf("%s is not the value last written", k)
+		}
+		if k := fmt.Sprint("big2:", i); i%40 != 0 && i < 2*wave2 && rdb.Get(ctx, k).Val() != val(i, "wave2") {
+			t.Errorf("%s is not the value last written", k)
+		}
 	}
 	fresh := startServer(t, func(c *Config) { c.Dir = dir; c.Shards = 3 })
 	if err := fresh.LoadDump(); err != nil {

@@ -195,7 +195,7 @@ func (d *DB) overwrite(pos dash.Pos, h uint64, key []byte, v Value, flags byte, 
 		d.slab.AdjustRequested(size - oldSize)
 		return Entry{db: d, pos: pos, ref: oldRef, h: h, hdr: decodeHeader(oldMem)}
 	}
-	ref, mem := d.slab.Alloc(size)
+	ref, mem := d.allocOverwrite(size)
 	val := encode(mem, flags, d.overwriteAtime(old.atime), key, vlen, &v)
 	// Replace first: the pre-change hook must see the old value and object.
 	d.main.Replace(pos, ref)
@@ -212,7 +212,7 @@ func (d *DB) overwrite(pos dash.Pos, h uint64, key []byte, v Value, flags byte, 
 	} else if flags&flagExpire != 0 {
 		d.expires.Insert(h, ref)
 	}
-	d.forgetShared(oldRef)
+	d.forgetOverwritten(oldRef)
 	d.slab.Free(oldRef, oldSize)
 	return Entry{db: d, pos: pos, ref: ref, h: h, hdr: decodeHeader(mem)}
 }

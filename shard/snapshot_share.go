@@ -30,6 +30,13 @@ import (
 //     the old bytes alive and unchanged (the slab dropped the slice).
 //   - Snapshot.Finish forgets every shared chunk, so the sink must have
 //     encoded (or copied) every value it shared before it calls Finish.
+//   - A chunk an overwrite dropped (ChunkRecycler.Overwritten) is read by
+//     nothing but the sink: the new value is already in its new chunk, and
+//     no command keeps a view of shard memory past its lock hold. So the
+//     sink may hand it back, once written, to a later overwrite of the
+//     same size (ChunkRecycler.Spare). A chunk Delete or Forget dropped is
+//     never handed back: RENAME and MOVE still read it under the same
+//     hold to store the value under its new key.
 
 // StrSharer is implemented by a SnapshotSink that shares big strings.
 type StrSharer interface {
@@ -41,6 +48,25 @@ type StrSharer interface {
 	// the sink shared (overwritten by a new chunk, or deleted): from then
 	// on the sink's reference alone keeps the bytes, which are unchanged.
 	Dropped(token any)
+}
+
+// ChunkRecycler is implemented by a StrSharer that recycles the chunks of
+// shared big strings an overwrite replaced. A fresh large chunk costs page
+// faults on first touch, far more than the copy of the value into it (on
+// this project's VM 35-45 ms of CPU for 10 MB: BENCHMARKS.md, biglat),
+// which is what a save made the first overwrite of each big value pay; a
+// chunk the save has finished writing is warm.
+type ChunkRecycler interface {
+	// Overwritten is Dropped for a value an overwrite replaced; chunk is
+	// its whole large chunk, which nothing but the sink reads any more.
+	Overwritten(token any, chunk []byte)
+	// Spare returns a chunk of exactly n bytes that nothing references
+	// (one Overwritten gave, already written), or nil. Shard locked.
+	Spare(n int) []byte
+	// Done reports whether the sink has finished reading the value token
+	// names (written, or copied): its chunk may then change in place, and
+	// an overwrite reuses it instead of taking a new one. Shard locked.
+	Done(token any) bool
 }
 
 // sharedStrs is a DB's record of the chunks shared with the running
@@ -95,7 +121,8 @@ func (d *DB) stopSharing() { d.shared = nil }
 
 // reuseInPlace reports whether an overwrite may write the new value into
 // the old chunk (ref, its bytes mem, at pos): not when it is a large chunk
-// shared with the running snapshot. The pre-change hook runs here, first,
+// shared with the running snapshot, unless the sink is done with it
+// (ChunkRecycler.Done). The pre-change hook runs here, first,
 // so that a chunk it shares now is not reused either; a chunk whose bucket
 // was captured before, or that is not shared, is reused (only the first
 // overwrite of a key the snapshot shares allocates, as a fork copies a
@@ -105,8 +132,15 @@ func (d *DB) reuseInPlace(pos dash.Pos, ref dash.Ref, mem []byte) bool {
 		return true
 	}
 	d.main.Replace(pos, ref) // the hook; the in-place path's own Replace is then a no-op for it
-	_, shared := d.shared.refs[ref]
-	return !shared
+	tok, shared := d.shared.refs[ref]
+	if !shared {
+		return true
+	}
+	if r, ok := d.shared.sink.(ChunkRecycler); ok && r.Done(tok) {
+		delete(d.shared.refs, ref) // written already: nobody reads it now
+		return true
+	}
+	return false
 }
 
 // unshare is called before ref's bytes change in place (hook already run).
@@ -129,4 +163,34 @@ func (d *DB) forgetShared(ref dash.Ref) {
 		delete(d.shared.refs, ref)
 		d.shared.sink.Dropped(tok)
 	}
+}
+
+// forgetOverwritten is forgetShared for the chunk an overwrite replaced
+// (its new value already in its new chunk): a recycler may reuse it.
+func (d *DB) forgetOverwritten(ref dash.Ref) {
+	if d.shared == nil {
+		return
+	}
+	if tok, ok := d.shared.refs[ref]; ok {
+		delete(d.shared.refs, ref)
+		if r, ok := d.shared.sink.(ChunkRecycler); ok && d.slab.IsLarge(ref) {
+			r.Overwritten(tok, d.slab.Bytes(ref))
+		} else {
+			d.shared.sink.Dropped(tok)
+		}
+	}
+}
+
+// allocOverwrite allocates the chunk of an overwrite that cannot reuse the
+// old one: a spare from the running snapshot if it has one of that size
+// (warm: no page faults), else a new one.
+func (d *DB) allocOverwrite(size int) (dash.Ref, []byte) {
+	if size > slab.MaxSmall && d.shared != nil {
+		if r, ok := d.shared.sink.(ChunkRecycler); ok {
+			if b := r.Spare(size); b != nil {
+				return d.slab.AllocLarge(b)
+			}
+		}
+	}
+	return d.slab.Alloc(size)
 }

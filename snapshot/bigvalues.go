@@ -68,6 +68,13 @@ import (
 // waits at most for one slice's memmove. The item stays charged until
 // written, as if copied (the store may drop the bytes meanwhile).
 //
+// A string an overwrite replaced (Overwritten, not Dropped) leaves its whole
+// chunk to the item: once the item is done (written, or copied by the
+// encoder) nothing references that chunk, and it goes to the budget's
+// spares for a later overwrite of the same size (budget.go,
+// shard.ChunkRecycler): a warm chunk instead of a new one whose pages fault.
+// Once an item is done (Done), the shard overwrites its chunk in place.
+//
 // The serializer stops the encoder and waits for it, and for the writer
 // to have written every value it left in the shard's bytes, before
 // Finish, which lets the shard write into shared chunks again.
@@ -94,6 +101,9 @@ type bigItem struct {
 	// refs, once the item's chunk is queued with the bytes to write from
 	// the reference (writeBig), is its serializer's bigQueue.refs.
 	refs *sync.WaitGroup
+	// chunk is the store's whole chunk once an overwrite replaced it
+	// (Overwritten): it goes to the budget's spares when the item is done.
+	chunk []byte
 }
 
 const (
@@ -190,6 +200,46 @@ func (s *serializer) detach(it *bigItem) {
 	if copied {
 		s.dropped(it)
 	}
+}
+
+// Overwritten implements shard.ChunkRecycler (shard locked): an overwrite
+// replaced the string token names, whose whole chunk nothing but the item
+// reads any more. It is Dropped, and the chunk is recycled (done) once the
+// item no longer reads it.
+func (s *serializer) Overwritten(token any, chunk []byte) {
+	it := token.(*bigItem)
+	it.mu.Lock()
+	done := it.state.Load() == itemDone
+	if !done {
+		it.chunk = chunk
+	}
+	it.mu.Unlock()
+	if done {
+		s.r.mem.addSpare(chunk)
+		return
+	}
+	s.dropped(it)
+}
+
+// Done implements shard.ChunkRecycler (shard locked): a string item is
+// done once written or copied (itemDone is its last state, stored after
+// its last read of the shard's bytes, under it.mu).
+func (s *serializer) Done(token any) bool {
+	it := token.(*bigItem)
+	return it.typ == shard.TypeString && it.state.Load() == itemDone
+}
+
+// Spare implements shard.ChunkRecycler (shard locked).
+func (s *serializer) Spare(n int) []byte { return s.r.mem.spare(n) }
+
+// done marks it done (it.mu held) and returns the chunk to recycle, if an
+// overwrite left it one.
+func (it *bigItem) done() []byte {
+	it.val, it.obj = nil, nil
+	it.state.Store(itemDone)
+	c := it.chunk
+	it.chunk = nil
+	return c
 }
 
 // Dropped implements shard.StrSharer (shard locked): the store no longer
@@ -294,8 +344,7 @@ func (s *serializer) encodeBig() {
 		pending = slices.Delete(pending, i, i+1)
 		if s.r.failed() != nil {
 			it.mu.Lock()
-			it.val, it.obj = nil, nil
-			it.state.Store(itemDone)
+			it.done() // (no spares: the save ends)
 			it.mu.Unlock()
 			continue
 		}
@@ -304,7 +353,10 @@ func (s *serializer) encodeBig() {
 			n = int(it.charge) // a string's record: no regrowth, no copy
 		}
 		buf.b = s.r.getBuf(n)
-		ref, err := s.encodeItem(it, &buf, rw)
+		ref, spare, err := s.encodeItem(it, &buf, rw)
+		if spare != nil {
+			s.r.mem.addSpare(spare)
+		}
 		if err != nil {
 			s.r.fail(fmt.Errorf("snapshot: key %q: %w", it.key, err))
 			continue
@@ -342,8 +394,9 @@ func (s *serializer) encodeBig() {
 // encodeItem encodes a charged item into buf and marks it done, or, for a
 // string stored raw, appends only its record's head and leaves the item
 // charged, not done, for the writer to write its bytes straight from the
-// reference (writeBig); ref is then the length of the value.
-func (s *serializer) encodeItem(it *bigItem, buf *appendBuffer, rw *rdb.Writer) (ref int, err error) {
+// reference (writeBig); ref is then the length of the value. spare is the
+// chunk an overwrite left to recycle once the item is done.
+func (s *serializer) encodeItem(it *bigItem, buf *appendBuffer, rw *rdb.Writer) (ref int, spare []byte, err error) {
 	it.mu.Lock()
 	defer it.mu.Unlock()
 	if it.meta {
@@ -354,7 +407,7 @@ func (s *serializer) encodeItem(it *bigItem, buf *appendBuffer, rw *rdb.Writer) 
 	if err == nil && it.obj == nil && s.r.limits.NoCompression && len(it.val) > 11 {
 		if err = rw.Flush(); err == nil {
 			buf.b = rdb.AppendStringHead(buf.b, it.key, len(it.val), it.exp)
-			return len(it.val), nil
+			return len(it.val), nil, nil
 		}
 	}
 	if err == nil {
@@ -367,9 +420,7 @@ func (s *serializer) encodeItem(it *bigItem, buf *appendBuffer, rw *rdb.Writer) 
 	if err == nil {
 		err = rw.Flush()
 	}
-	it.val, it.obj = nil, nil
-	it.state.Store(itemDone)
-	return 0, err
+	return 0, it.done(), err
 }
 
 // writeBig writes the bytes of a big string stored raw, the rest of its
@@ -406,11 +457,14 @@ func (r *run) writeBig(out *rdb.Writer, it *bigItem, scratch *[]byte) error {
 // bigDone marks a big string's item done once its chunk is written (or
 // dropped by a failed save): the item no longer reads the shard's bytes,
 // so the serializer's finish may end the shard's snapshot (bigQueue.refs).
-func bigDone(it *bigItem) {
+// The chunk an overwrite left goes to the spares.
+func (r *run) bigDone(it *bigItem) {
 	it.mu.Lock()
-	it.val = nil
-	it.state.Store(itemDone)
+	spare := it.done()
 	it.mu.Unlock()
+	if spare != nil && r.failed() == nil {
+		r.mem.addSpare(spare)
+	}
 	it.refs.Done()
 }
 

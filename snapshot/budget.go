@@ -1,6 +1,9 @@
 package snapshot
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // DefaultMaxExtraMemory is Options.MaxExtraMemory's default.
 const DefaultMaxExtraMemory = 64 << 20
@@ -35,6 +38,17 @@ type budget struct {
 	gate     *WriterGate
 	soft     int64
 	gateShut bool
+	// spares are the chunks of big strings that overwrites replaced and
+	// the save has written, kept for the overwrites that follow: a warm
+	// chunk instead of a new one that faults on first touch
+	// (shard.ChunkRecycler). They count against the limit (used +
+	// spareBytes never exceeds it) but not in used, so they never close
+	// the gate, and they only fill room nobody wants: a writer's charge
+	// sheds them first when it needs their room (shed); the live value
+	// encoder waits for the output instead (tryAcquireLive).
+	spares       [][]byte
+	spareBytes   int64
+	kept, reused int64 // spares counted (Stats)
 }
 
 func newBudget(limit int64, gate *WriterGate) *budget {
@@ -69,9 +83,10 @@ func (b *budget) overSoft() bool {
 func (b *budget) acquire(n int64, abort <-chan struct{}) bool {
 	for {
 		b.mu.Lock()
+		b.shed(n)
 		if b.used == 0 || b.used+n <= b.limit {
 			b.used += n
-			b.peak = max(b.peak, b.used)
+			b.peak = max(b.peak, b.used+b.spareBytes)
 			b.setGate()
 			b.mu.Unlock()
 			return true
@@ -90,9 +105,10 @@ func (b *budget) acquire(n int64, abort <-chan struct{}) bool {
 func (b *budget) tryAcquire(n int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.shed(n)
 	if b.used == 0 || b.used+n <= b.limit {
 		b.used += n
-		b.peak = max(b.peak, b.used)
+		b.peak = max(b.peak, b.used+b.spareBytes)
 		b.setGate()
 		return true
 	}
@@ -102,16 +118,22 @@ func (b *budget) tryAcquire(n int64) bool {
 // tryAcquireLive is tryAcquire for the encoder's live values: with a gate
 // they take only the lower half of the budget (up to the soft limit), so
 // that the save's own pipeline never closes the gate; the upper half is
-// left to the values writers drop, whose writers the gate slows.
+// left to the values writers drop, whose writers the gate slows. It sheds
+// no spare unless nothing is in flight: the encoder can wait for the
+// output, while an overwrite that finds no spare pays page faults with its
+// shard locked.
 func (b *budget) tryAcquireLive(n int64) bool {
 	if b.gate == nil {
 		return b.tryAcquire(n)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.used == 0 || b.used+n <= b.soft {
+	if b.used == 0 {
+		b.shed(n)
+	}
+	if b.used == 0 || (b.used+n <= b.soft && b.used+b.spareBytes+n <= b.limit) {
 		b.used += n
-		b.peak = max(b.peak, b.used)
+		b.peak = max(b.peak, b.used+b.spareBytes)
 		b.setGate()
 		return true
 	}
@@ -159,8 +181,11 @@ func (b *budget) waitBelow(n int64, abort <-chan struct{}) bool {
 // waiting: a chunk taking over the charge of the values it encodes.
 func (b *budget) adjust(n int64) {
 	b.mu.Lock()
+	if n > 0 {
+		b.shed(n)
+	}
 	b.used += n
-	b.peak = max(b.peak, b.used)
+	b.peak = max(b.peak, b.used+b.spareBytes)
 	b.setGate()
 	if n < 0 {
 		close(b.wake)
@@ -195,4 +220,64 @@ func (b *budget) maxUsed() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.peak
+}
+
+// shed drops spares (to the garbage collector) until n more bytes fit
+// with them under the limit, or none is left (b.mu held).
+func (b *budget) shed(n int64) {
+	for len(b.spares) > 0 && b.used+b.spareBytes+n > b.limit {
+		last := len(b.spares) - 1
+		b.spareBytes -= int64(cap(b.spares[last]))
+		b.spares[last] = nil
+		b.spares = b.spares[:last]
+	}
+}
+
+// addSpare keeps chunk (a written big string's chunk an overwrite
+// replaced, which nothing else references) for spare, if it fits under
+// the limit beside what is in flight; else it goes to the garbage
+// collector.
+func (b *budget) addSpare(chunk []byte) {
+	n := int64(cap(chunk))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+b.spareBytes+n > b.limit {
+		return
+	}
+	b.spareBytes += n
+	b.spares = append(b.spares, chunk)
+	b.peak = max(b.peak, b.used+b.spareBytes)
+	b.kept++
+}
+
+// spare takes a kept chunk of exactly n bytes (capacity at most an eighth
+// over), or returns nil.
+func (b *budget) spare(n int) []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, c := range b.spares {
+		if len(c) >= n && cap(c) <= n+n/8 {
+			b.spares = slices.Delete(b.spares, i, i+1)
+			b.spareBytes -= int64(cap(c))
+			b.reused++
+			close(b.wake) // room for an encoder waiting (tryAcquireLive)
+			b.wake = make(chan struct{})
+			return c[:n:n]
+		}
+	}
+	return nil
+}
+
+// dropSpares lets every kept chunk go (the save ends).
+func (b *budget) dropSpares() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.shed(1 << 62)
+}
+
+// spareCounts returns how many chunks were kept as spares and reused.
+func (b *budget) spareCounts() (kept, reused int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.kept, b.reused
 }

@@ -306,10 +306,12 @@ func writeNative(ctx context.Context, st *shard.Store, ws []io.Writer, opt Nativ
 		}()
 	}
 	wg.Wait()
+	r.mem.dropSpares()
 	if err := r.failed(); err != nil {
 		return Summary{}, Stats{}, err
 	}
 	stats := Stats{Keys: r.keys.Load(), Paused: time.Duration(r.paused.Load()), InFlightPeak: r.mem.maxUsed()}
+	stats.SparesKept, stats.SparesReused = r.mem.spareCounts()
 	if opt.Gate != nil {
 		opt.Gate.open() // every serializer is done: count the last waits
 	}

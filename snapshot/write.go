@@ -155,6 +155,10 @@ type Stats struct {
 	// serializers and writers at once (bounded by MaxExtraMemory, or one
 	// record when a single record is larger).
 	InFlightPeak int64
+	// SparesKept and SparesReused count the chunks of overwritten big
+	// strings the save kept once written, and those an overwrite then took
+	// instead of a new chunk (budget.addSpare, shard.ChunkRecycler).
+	SparesKept, SparesReused int64
 	// What a Write cost writers (waits.go): the longest pre-change hook
 	// run that captured a bucket (the writer, and every client of its
 	// shard, waited that long), the number and total time of such runs,
@@ -311,7 +315,7 @@ func (s *serializer) queueChunk(c chunk) bool {
 // (written or not): it recycles the buffer and frees its budget.
 func (r *run) written(c chunk) {
 	if c.big != nil {
-		bigDone(c.big)
+		r.bigDone(c.big)
 	}
 	r.mem.release(c.charge())
 	r.putBuf(c.data)
@@ -401,6 +405,7 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 		}
 		r.written(c)
 	}
+	r.mem.dropSpares() // every shard's snapshot is finished: no overwrite takes them now
 	if err := r.failed(); err != nil {
 		return Stats{}, err
 	}
@@ -409,6 +414,7 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 	}
 	stats := Stats{Keys: r.keys.Load(), Bytes: cw.n.Load(), Duration: time.Since(start), Paused: time.Duration(r.paused.Load()),
 		InFlightPeak: r.mem.maxUsed()}
+	stats.SparesKept, stats.SparesReused = r.mem.spareCounts()
 	if opt.Gate != nil {
 		opt.Gate.open() // every serializer is done: count the last waits
 	}

@@ -153,6 +153,26 @@ func (s *Slab) Alloc(n int) (Ref, []byte) {
 	return Ref(pi)<<chunkBits | Ref(idx), p.mem[off : off+size : off+size]
 }
 
+// AllocLarge is Alloc of a large chunk (more than MaxSmall bytes) in
+// b, which the caller gives up: a chunk freed earlier that nothing else
+// references, reused warm instead of a new buffer (whose pages fault on
+// first touch).
+func (s *Slab) AllocLarge(b []byte) (Ref, []byte) {
+	if len(b) <= MaxSmall {
+		panic(fmt.Sprintf("slab: AllocLarge of %d bytes", len(b)))
+	}
+	pi := s.newDescriptor()
+	p := &s.pages[pi]
+	p.mem = b
+	p.class = -1
+	p.used = 1
+	n := int64(len(b))
+	s.inUse += n
+	s.requested += n
+	s.mapped += n
+	return Ref(pi) << chunkBits, p.mem
+}
+
 // Bytes returns the chunk named by ref (its full class size).
 func (s *Slab) Bytes(ref Ref) []byte {
 	p := &s.pages[ref>>chunkBits]
