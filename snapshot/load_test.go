@@ -30,7 +30,7 @@ func TestLoadBatches(t *testing.T) {
 			key := fmt.Appendf(nil, "k%d:%d", db, i)
 			if i%97 == 0 {
 				w.List(key, 0, 2, slices.Values([][]byte{[]byte("a"), key}))
-				want[fmt.Sprintf("%d %s", db, key)] = fmt.Sprintf("list@0:\"a\",%q,", key)
+				want[fmt.Sprintf("%d %s", db, key)] = fmt.Sprintf("list@0:\"a\",%s,", canonBytes(key))
 				continue
 			}
 			val := bytes.Repeat([]byte{byte('a' + i%26)}, i%300)
@@ -45,7 +45,7 @@ func TestLoadBatches(t *testing.T) {
 				w.MCFlags(uint32(i))
 			}
 			w.String(key, val, exp)
-			want[fmt.Sprintf("%d %s", db, key)] = fmt.Sprintf("string@%d:%q", exp, val)
+			want[fmt.Sprintf("%d %s", db, key)] = fmt.Sprintf("string@%d:%s", exp, canonBytes(val))
 		}
 	}
 	if err := w.Close(); err != nil {
