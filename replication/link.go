@@ -334,7 +334,25 @@ func (l *link) fullSync(cr *resp.Reader, replid string, moff int64) error {
 	}
 	tr := &touchReader{r: body, l: l}
 	l.n.log.Info("full sync from primary: receiving", "primary", l.addr(), "replid", replid, "offset", moff)
-	keys, err := l.n.cfg.Load(tr)
+	// The link is up, with the primary's ID and offset, at the instant its
+	// data replaces ours (as in Redis, where the load and that state change
+	// happen in one event-loop turn): a client that reads the new data never
+	// sees INFO say the sync is still in progress.
+	commit := func() {
+		l.n.mu.Lock()
+		l.n.replid = replid
+		l.n.replid2 = zeroReplID
+		l.n.secondOffset = -1
+		l.n.offset = moff
+		l.n.backlog = newBacklog(l.n.backlogSize, moff)
+		l.n.active.Store(true)
+		l.n.lastDB = -1
+		l.n.mu.Unlock()
+		l.state.Store(linkConnected)
+		l.syncing.Store(false)
+		l.downSince.Store(0)
+	}
+	keys, err := l.n.cfg.Load(tr, commit)
 	if err != nil {
 		return fmt.Errorf("loading the primary's full sync: %w (previous dataset kept)", err)
 	}
@@ -346,13 +364,6 @@ func (l *link) fullSync(cr *resp.Reader, replid string, moff int64) error {
 		return errors.New("RDB transfer ended without its EOF mark")
 	}
 	l.n.mu.Lock()
-	l.n.replid = replid
-	l.n.replid2 = zeroReplID
-	l.n.secondOffset = -1
-	l.n.offset = moff
-	l.n.backlog = newBacklog(l.n.backlogSize, moff)
-	l.n.active.Store(true)
-	l.n.lastDB = -1
 	for r := range l.n.replicas {
 		r.kill("new dataset from our primary")
 	}

@@ -27,8 +27,11 @@ type Config struct {
 	// number of keys written.
 	Snapshot func(ctx context.Context, w io.Writer, onCut func()) (int64, error)
 	// Load replaces the dataset with the RDB read from r, all or nothing: on
-	// error the previous dataset is left as it was.
-	Load func(r io.Reader) (int64, error)
+	// error the previous dataset is left as it was. It calls commit once, at
+	// the instant the new dataset replaces the old, while every shard is
+	// locked: what commit records (the link up, the new replication ID and
+	// offset) is then never seen apart from the data it goes with.
+	Load func(r io.Reader, commit func()) (int64, error)
 	// Exec applies one command received from the primary through the
 	// command table, on the server's master client (which keeps its SELECTed
 	// database between calls). A write it commits must call

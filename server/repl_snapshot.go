@@ -18,7 +18,7 @@ func (s *Server) replSnapshot(ctx context.Context, w io.Writer, onCut func()) (i
 // replLoad loads a primary's RDB into a fresh store and, only once it is
 // complete, installs it in place of the current dataset (all shards locked
 // for the swap of pointers only). On error the current dataset stays.
-func (s *Server) replLoad(r io.Reader) (int64, error) {
+func (s *Server) replLoad(r io.Reader, commit func()) (int64, error) {
 	fresh := shard.NewStore(len(s.store.Shards()), s.store.DBNum())
 	st, err := s.loadSyncPayload(fresh, r) // repl_sync.go: RDB, compressed RDB or parallel native
 	if err != nil {
@@ -34,6 +34,7 @@ func (s *Server) replLoad(r io.Reader) (int64, error) {
 	s.trackInvalidateAll(nil) // tracking.go: the dataset was replaced
 	ferr := s.loadFunctions(st.Functions)
 	s.restartAOF()
+	commit() // the replication link's state changes with the data
 	s.store.UnlockMany(&all)
 	if ferr != nil {
 		s.log.Error("full sync: the primary's FUNCTION libraries cannot be loaded", "err", ferr)
