@@ -27,7 +27,12 @@ func sameRepliesAsRedis(t *testing.T, redisAddr, addr, stream string, cut int) [
 	}
 	want := pipelineReplies(t, redisAddr, parts)
 	if got := pipelineReplies(t, addr, parts); !bytes.Equal(got, want) {
-		t.Fatalf("replies differ from Redis's:\n got %q\nwant %q", got, want)
+		i := 0
+		for i < len(got) && i < len(want) && got[i] == want[i] {
+			i++
+		}
+		from := max(0, i-300)
+		t.Fatalf("replies differ from Redis's at byte %d of %d (%d from Redis):\n got %q\nwant %q", i, len(got), len(want), got[from:min(len(got), i+300)], want[from:min(len(want), i+300)])
 	}
 	return want
 }
