@@ -213,9 +213,10 @@ func (l *List) PushBack(w W, lm *Limits, vs ...[]byte) int {
 			}
 			nd := &l.nodes[k]
 			sz := lpEntrySize(len(v))
-			if cap(nd.b) == 0 {
-				// the tail node fills up towards maxBytes as pushes go on
-				nd.b = l.mem.alloc(max(maxBytes, sz), len(l.nodes)*maxBytes)[:0]
+			if live := len(l.nodes) * maxBytes; cap(nd.b) == 0 && l.mem.chunking(live) {
+				// a chunk's bytes are not handed out twice: take the
+				// whole node at once instead of growing it by doubling
+				nd.b = l.mem.alloc(max(maxBytes, sz), live)[:0]
 			}
 			nd.b = nodeGrow(nd.b, sz, maxBytes)
 			nd.b = nd.b[:len(nd.b)+sz]

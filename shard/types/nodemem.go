@@ -45,10 +45,14 @@ func newNodeMem() *nodeMem {
 	return &nodeMem{from: chunkFrom, minChunk: minChunk, maxChunk: maxChunk}
 }
 
+// chunking reports whether alloc takes node buffers from chunks for a
+// list of live bytes of nodes.
+func (m *nodeMem) chunking(live int) bool { return m != nil && live >= m.from }
+
 // alloc returns n bytes (capacity n) of zeroed node memory; live is the
 // list's node memory now. A nil nodeMem allocates each buffer on its own.
 func (m *nodeMem) alloc(n, live int) []byte {
-	if m == nil || live < m.from || n >= m.minChunk/4 {
+	if !m.chunking(live) || n >= m.minChunk/4 {
 		return make([]byte, n)
 	}
 	if n > len(m.free) {
