@@ -15,6 +15,11 @@ import (
 // (nbase / qnode.base, see headroom), so LPUSH writes one entry into that
 // room and LPOP/dropping the head node only reslices, instead of moving the
 // whole node (or the whole node slice) as an insert at offset 0 would.
+//
+// The nodes of a list past 8 MiB of them come from mem's huge-page chunks
+// (nodemem.go); every path that allocates a node buffer of maxBytes goes
+// through mem.alloc, and a buffer never grows past its capacity in place,
+// so a node never writes into another node's bytes of the same chunk.
 type List struct {
 	small [1]qnode // the listpack encoding (when !big)
 	nodes []qnode  // the quicklist encoding (when big)
