@@ -13,7 +13,7 @@ import (
 // TestBigListAgainstRedis drives a list past 8 MiB of nodes, where its
 // quicklist nodes come from huge-page chunks (types.nodeMem), through
 // every list command that reads, adds or removes elements, and compares
-// the replies with redis-server's byte for byte: pushes at both ends,
+// the replies with redis-server's: pushes at both ends,
 // ranges across chunk and node borders, pops by count, LSET, LINSERT,
 // LREM and an LTRIM that leaves it sparse (copied out of its chunks), then
 // growth into chunks again. Replies are compared one by one as go-redis
