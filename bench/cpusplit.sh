@@ -2,17 +2,17 @@
 # Server CPU per pipelined request split into user and system time, with
 # minor page faults and voluntary context switches per request (issues 20
 # and 22): Damselfly binaries and redis-server, each pinned to CPU 0,
-# redis-benchmark -P 16 on CPU 1, alternating, ROUNDS times.
+# redis-benchmark -P $P (16) on CPU 1, alternating, ROUNDS times.
 #
 #   bench/cpusplit.sh TESTS BIN...     e.g. bench/cpusplit.sh incr,hset,lpush /tmp/df-a /tmp/df-b
 #
-# Env: N (requests per run, 1000000), ROUNDS (2), UNIX=1 (over the Unix
+# Env: N (requests per run, 1000000), ROUNDS (2), P (pipeline depth, 16), UNIX=1 (over the Unix
 # sockets instead of TCP). Figures are from /proc/PID/stat (utime, stime,
 # minflt) and /proc/PID/task/*/status, in µs per request; a 10 ms tick over
 # N requests bounds their resolution.
 set -eu
 TESTS=$1; shift
-N=${N:-1000000}; ROUNDS=${ROUNDS:-2}; UNIX=${UNIX:-0}
+N=${N:-1000000}; ROUNDS=${ROUNDS:-2}; UNIX=${UNIX:-0}; P=${P:-16}
 D=$(mktemp -d)
 PIDS=""
 trap 'for p in $PIDS; do kill $p 2>/dev/null||true; done; wait 2>/dev/null; rm -rf $D' EXIT
@@ -34,7 +34,7 @@ for t in ${TESTS//,/ }; do
   for s in $NAMES; do
     pid=$(eval echo \$PID_$s)
     a=($(st $pid)); c0=$(cs $pid)
-    ops=$(taskset -c 1 redis-benchmark $(tgt $s) -t $t -n $N -c 50 -d 256 -r 100000 -P 16 --csv 2>/dev/null | awk -F, 'NR>1{gsub(/"/,"",$2);print $2;exit}')
+    ops=$(taskset -c 1 redis-benchmark $(tgt $s) -t $t -n $N -c 50 -d 256 -r 100000 -P $P --csv 2>/dev/null | awk -F, 'NR>1{gsub(/"/,"",$2);print $2;exit}')
     b=($(st $pid)); c1=$(cs $pid)
     python3 -c "
 n=$N; hz=$(getconf CLK_TCK)

@@ -9,11 +9,11 @@ import (
 )
 
 func registerSets(reg registrar) {
-	reg("sadd", -3, "write|denyoom|fast", 1, 1, 1, "set", cmdSAdd)
-	reg("srem", -3, "write|fast", 1, 1, 1, "set", cmdSRem)
+	reg("sadd", -3, "write|denyoom|fast|x-field", 1, 1, 1, "set", cmdSAdd)
+	reg("srem", -3, "write|fast|x-field", 1, 1, 1, "set", cmdSRem)
 	reg("scard", 2, "readonly|fast", 1, 1, 1, "set", collLen(shard.TypeSet))
-	reg("sismember", 3, "readonly|fast", 1, 1, 1, "set", cmdSIsMember)
-	reg("smismember", -3, "readonly|fast", 1, 1, 1, "set", cmdSMIsMember)
+	reg("sismember", 3, "readonly|fast|x-field", 1, 1, 1, "set", cmdSIsMember)
+	reg("smismember", -3, "readonly|fast|x-field", 1, 1, 1, "set", cmdSMIsMember)
 	reg("smembers", 2, "readonly", 1, 1, 1, "set", cmdSMembers)
 	reg("spop", -2, "write|random|fast", 1, 1, 1, "set", cmdSPop)
 	reg("srandmember", -2, "readonly|random|x-rand-count", 1, 1, 1, "set", cmdSRandMember)

@@ -26,8 +26,9 @@ package server
 //                   must never run while its client holds shards: EXEC
 //                   releases its locks around it (REPLICAOF, DEBUG);
 //     x-pubsub-context allowed on a RESP2 connection in Pub/Sub mode;
-//     x-field       its argument after the key is a field of the hash at
-//                   the key (a hint for the pipeline's prefetch, prefetch.go).
+//     x-field       its argument after the key is a field of the hash (a
+//                   member of the set or sorted set) at the key (a hint for
+//                   the pipeline's prefetch, prefetch.go).
 //     A subcommand has its parent's tokens and handler unless registered
 //     itself ("config|get").
 //   - An entry without a handler is not implemented: it is absent from

@@ -34,7 +34,7 @@ type command struct {
 	ownLocks      bool // locks or waits itself: never run holding shards
 	pubsubContext bool // allowed to a RESP2 subscriber
 	randCount     bool // a huge negative count (SRANDMEMBER...) runs off the event loop
-	fieldArg      bool // the argument after the key is a hash field (prefetch hint)
+	fieldArg      bool // the argument after the key is a field or member (prefetch hint)
 	lockAll       bool // EXEC must hold every shard to run it (settle)
 
 	redis  bool                // Redis 7.0 has it (facts generated)

@@ -102,6 +102,8 @@ func benchPipelined(b *testing.B, cmd string, keys int) {
 				buf = append(buf, encode("LPUSH", "mylist", val)...)
 			case "HSET": // as redis-benchmark: one hash, random fields
 				buf = append(buf, encode("HSET", "myhash", "element:"+next(), val)...)
+			case "SADD": // as redis-benchmark: one set, random members
+				buf = append(buf, encode("SADD", "myset", "element:"+next())...)
 			default:
 				buf = append(buf, encode(cmd, next())...)
 			}
@@ -136,7 +138,8 @@ func BenchmarkExecutePipelinedGet(b *testing.B)  { benchPipelined(b, "GET", 1<<2
 func BenchmarkExecutePipelinedSet(b *testing.B)  { benchPipelined(b, "SET", 1<<20) }
 func BenchmarkExecutePipelinedIncr(b *testing.B) { benchPipelined(b, "INCR", 1<<20) }
 
-// As redis-benchmark -t lpush,hset -r 100000: one list, one hash of up to
-// 100k fields.
+// As redis-benchmark -t lpush,hset,sadd -r 100000: one list, one hash of
+// up to 100k fields, one set of up to 100k members.
 func BenchmarkExecutePipelinedLPush(b *testing.B) { benchPipelined(b, "LPUSH", 100000) }
 func BenchmarkExecutePipelinedHSet(b *testing.B)  { benchPipelined(b, "HSET", 100000) }
+func BenchmarkExecutePipelinedSAdd(b *testing.B)  { benchPipelined(b, "SADD", 100000) }

@@ -23,6 +23,9 @@ import (
 // the next miss once the hash is found: for a hash in the hashtable
 // encoding, after the keys, the window reads the fields' index slots, then
 // their entries (shard.DB.PrefetchFields), all fields of one hash together.
+// Set and sorted set commands whose argument after the key is a member
+// (SADD, SISMEMBER, SREM, ZSCORE, ZREM, ZRANK...) take the same path: their
+// hashtable encodings use the same table.
 //
 // The window also keeps, for each request, its key's shard and hash (a
 // keyHint): when the request runs, lockKey takes them from there instead

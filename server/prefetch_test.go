@@ -27,7 +27,12 @@ func sameRepliesAsRedis(t *testing.T, redisAddr, addr, stream string, cut int) [
 	}
 	want := pipelineReplies(t, redisAddr, parts)
 	if got := pipelineReplies(t, addr, parts); !bytes.Equal(got, want) {
-		t.Fatalf("replies differ from Redis's:\n got %q\nwant %q", got, want)
+		i := 0
+		for i < len(got) && i < len(want) && got[i] == want[i] {
+			i++
+		}
+		from := max(0, i-300)
+		t.Fatalf("replies differ from Redis's at byte %d of %d (%d from Redis):\n got %q\nwant %q", i, len(got), len(want), got[from:min(len(got), i+300)], want[from:min(len(want), i+300)])
 	}
 	return want
 }
@@ -205,5 +210,52 @@ func TestPrefetchHashFieldsAgainstRedis(t *testing.T) {
 	want := sameRepliesAsRedis(t, redisAddr, s.Addr(), b.String(), 1499)
 	if !bytes.Contains(want, []byte("hashtable")) || !bytes.Contains(want, []byte("WRONGTYPE")) {
 		t.Fatalf("the script does not reach the hashtable encoding or WRONGTYPE: %q", want[max(0, len(want)-200):])
+	}
+}
+
+// TestPrefetchSetMembersAgainstRedis runs pipelines of the set and sorted
+// set commands registered x-field (their member is prefetched like a hash
+// field) on big (hashtable, skiplist) and small collections, a missing key
+// and a string key, against redis-server, byte for byte.
+func TestPrefetchSetMembersAgainstRedis(t *testing.T) {
+	redisAddr := startRedis(t)
+	s := startServer(t, func(c *Config) { c.Save = "" })
+	var b strings.Builder
+	b.WriteString(encode("SET", "str", "x"))
+	for i := 0; i < 300; i++ {
+		m := "m" + strconv.Itoa(i*7%211)
+		b.WriteString(encode("SADD", "bigs", m, "n"+m))
+		b.WriteString(encode("SISMEMBER", "bigs", "m"+strconv.Itoa(i%250)))
+		b.WriteString(encode("SADD", "smalls", strconv.Itoa(i%5)))
+		b.WriteString(encode("ZADD", "bigz", strconv.Itoa(i%17), m))
+		b.WriteString(encode("ZSCORE", "bigz", "m"+strconv.Itoa(i%250)))
+		b.WriteString(encode("ZADD", "smallz", strconv.Itoa(i), "s"+strconv.Itoa(i%4)))
+		switch i % 7 {
+		case 1:
+			b.WriteString(encode("SREM", "bigs", "n"+m, "nosuch"))
+			b.WriteString(encode("SMISMEMBER", "bigs", m, "nosuch", "n"+m))
+			b.WriteString(encode("SISMEMBER", "smalls", "3"))
+		case 2:
+			b.WriteString(encode("ZRANK", "bigz", m))
+			b.WriteString(encode("ZREVRANK", "bigz", m))
+			b.WriteString(encode("ZSCORE", "smallz", "s1"))
+			b.WriteString(encode("ZRANK", "smallz", "s2"))
+		case 3:
+			b.WriteString(encode("ZREM", "bigz", "m"+strconv.Itoa(i%211), "nosuch"))
+			b.WriteString(encode("ZMSCORE", "bigz", m, "nosuch"))
+		case 4:
+			b.WriteString(encode("SADD", "str", m))
+			b.WriteString(encode("ZSCORE", "str", m))
+			b.WriteString(encode("SISMEMBER", "missing", m))
+			b.WriteString(encode("ZREM", "missing", m))
+		}
+	}
+	b.WriteString(encode("OBJECT", "ENCODING", "bigs"))
+	b.WriteString(encode("OBJECT", "ENCODING", "bigz"))
+	b.WriteString(encode("SCARD", "bigs"))
+	b.WriteString(encode("ZCARD", "bigz"))
+	want := sameRepliesAsRedis(t, redisAddr, s.Addr(), b.String(), 1499)
+	if !bytes.Contains(want, []byte("hashtable")) || !bytes.Contains(want, []byte("skiplist")) || !bytes.Contains(want, []byte("WRONGTYPE")) {
+		t.Fatalf("the script does not reach the big encodings or WRONGTYPE: %q", want[max(0, len(want)-200):])
 	}
 }

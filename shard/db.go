@@ -275,16 +275,28 @@ func (d *DB) PrefetchLookups(hs []uint64) {
 }
 
 // PrefetchFields reads into the CPU caches the index slots and entries of
-// fields of the hash stored under key (h its hash), if that is a hash in
-// the hashtable encoding: the pipeline's prefetch for hash commands, after
-// PrefetchLookups brought key's entry in. A hint: it changes nothing.
+// fields (members) of the hash, set or sorted set stored under key (h its
+// hash), if it is in its hashtable encoding: the pipeline's prefetch for
+// commands on fields and members, after PrefetchLookups brought key's
+// entry in. A hint: it changes nothing.
 func (d *DB) PrefetchFields(h uint64, key []byte, fields [][]byte) {
 	e, ok := d.Find(h, key)
-	if !ok || e.Type() != TypeHash {
+	if !ok {
 		return
 	}
-	if hs, ok := e.Obj().(*types.Hash); ok {
-		d.sink += hs.PrefetchFields(fields)
+	switch e.Type() {
+	case TypeHash:
+		if o, ok := e.Obj().(*types.Hash); ok {
+			d.sink += o.PrefetchFields(fields)
+		}
+	case TypeSet:
+		if o, ok := e.Obj().(*types.Set); ok {
+			d.sink += o.PrefetchFields(fields)
+		}
+	case TypeZSet:
+		if o, ok := e.Obj().(*types.ZSet); ok {
+			d.sink += o.PrefetchFields(fields)
+		}
 	}
 }
 

@@ -15,6 +15,11 @@ import (
 // (nbase / qnode.base, see headroom), so LPUSH writes one entry into that
 // room and LPOP/dropping the head node only reslices, instead of moving the
 // whole node (or the whole node slice) as an insert at offset 0 would.
+//
+// The nodes of a list past 8 MiB of them come from mem's huge-page chunks
+// (nodemem.go); every path that allocates a node buffer of maxBytes goes
+// through mem.alloc, and a buffer never grows past its capacity in place,
+// so a node never writes into another node's bytes of the same chunk.
 type List struct {
 	small [1]qnode // the listpack encoding (when !big)
 	nodes []qnode  // the quicklist encoding (when big)
@@ -22,6 +27,7 @@ type List struct {
 	count int
 	rsz   int // Redis's listpack size of small (for exact conversion)
 	big   bool
+	mem   *nodeMem // where quicklist nodes come from (nil until big)
 }
 
 type qnode struct {
@@ -47,7 +53,7 @@ func headroom[T any](base, s []T) int {
 
 // prepend writes the entry for v in front of the node's data, using the
 // room in front of it or reallocating it at the node byte limit.
-func (nd *qnode) prepend(v []byte, maxBytes int) {
+func (nd *qnode) prepend(v []byte, maxBytes int, mem *nodeMem, live int) {
 	sz := lpEntrySize(len(v))
 	l := len(nd.b)
 	if h := headroom(nd.base, nd.b); h >= sz {
@@ -56,7 +62,7 @@ func (nd *qnode) prepend(v []byte, maxBytes int) {
 		// the head node of a quicklist fills up towards maxBytes as pushes
 		// go on: allocate that at once (one allocation per node)
 		c := max(maxBytes, l+sz)
-		base := make([]byte, c)
+		base := mem.alloc(c, live)
 		h := c - l - sz
 		copy(base[h+sz:], nd.b)
 		nd.base = base
@@ -143,6 +149,9 @@ func (l *List) maybeConvert(lm *Limits, vs ...[]byte) {
 		return
 	}
 	l.big = true
+	if l.mem == nil {
+		l.mem = newNodeMem()
+	}
 	l.nodes = nil
 	if l.count > 0 {
 		l.nodes = []qnode{l.small[0]}
@@ -209,6 +218,11 @@ func (l *List) PushBack(w W, lm *Limits, vs ...[]byte) int {
 			}
 			nd := &l.nodes[k]
 			sz := lpEntrySize(len(v))
+			if live := len(l.nodes) * maxBytes; cap(nd.b) == 0 && l.mem.chunking(live) {
+				// a chunk's bytes are not handed out twice: take the
+				// whole node at once instead of growing it by doubling
+				nd.b = l.mem.alloc(max(maxBytes, sz), live)[:0]
+			}
 			nd.b = nodeGrow(nd.b, sz, maxBytes)
 			nd.b = nd.b[:len(nd.b)+sz]
 			lpPut(nd.b[len(nd.b)-sz:], v)
@@ -237,7 +251,7 @@ func (l *List) PushFront(w W, lm *Limits, vs ...[]byte) int {
 				l.pushNodeFront()
 			}
 			nd := &l.nodes[0]
-			nd.prepend(v, maxBytes)
+			nd.prepend(v, maxBytes, l.mem, len(l.nodes)*maxBytes)
 			nd.n++
 		}
 		l.count++
@@ -256,6 +270,29 @@ func (l *List) dropNode(j int) {
 		return
 	}
 	l.nodes = slices.Delete(l.nodes, j, j+1)
+}
+
+// afterRemoval copies the nodes out of nodeMem's chunks when removals
+// left the list sparse (removed elements at least as many as remain) or
+// small again (see nodeMem).
+func (l *List) afterRemoval(removed int) {
+	if !l.big || l.mem == nil || !l.mem.chunked {
+		return
+	}
+	if removed >= l.count || len(l.nodes)*l.mem.nodeMax < l.mem.from/2 {
+		l.compact()
+	}
+}
+
+// compact copies every node into a buffer of its own, so that the chunks
+// they lived in can be collected once nothing else reads them.
+func (l *List) compact() {
+	for i := range l.nodes {
+		nd := &l.nodes[i]
+		nd.b = bytes.Clone(nd.b)
+		nd.base = nil
+	}
+	l.mem.forget()
 }
 
 // PopFront removes and returns up to n elements from the head (copies).
@@ -280,6 +317,7 @@ func (l *List) PopFront(w W, n int) [][]byte {
 		l.count--
 		if nd.n == 0 && l.big {
 			l.dropNode(0)
+			l.afterRemoval(0)
 		}
 	}
 	return out
@@ -308,6 +346,7 @@ func (l *List) PopBack(w W, n int) [][]byte {
 		l.count--
 		if nd.n == 0 && l.big {
 			l.dropNode(j)
+			l.afterRemoval(0)
 		}
 	}
 	return out
@@ -570,6 +609,7 @@ func (l *List) filter(lm *Limits, drop func(i int, v []byte) bool) int {
 	if removed > 0 {
 		l.mergeNodes(lim(lm))
 		l.recomputeRsz()
+		l.afterRemoval(removed)
 	}
 	return removed
 }
@@ -625,11 +665,16 @@ func (l *List) Trim(w W, start, stop int64, lm *Limits) {
 	if hi-lo == 0 {
 		l.small[0] = qnode{}
 		l.nodes = nil
+		if l.mem != nil {
+			l.mem.forget()
+		}
 		l.count = 0
 		l.recomputeRsz()
 		return
 	}
 	if l.big {
+		before := l.count
+		defer func() { l.afterRemoval(before - l.count) }()
 		// drop whole nodes first
 		for len(l.nodes) > 0 && l.nodes[0].n <= lo {
 			lo -= l.nodes[0].n
@@ -702,6 +747,7 @@ func (l *List) Clone() *List {
 		c.small[0] = qnode{b: bytes.Clone(l.small[0].b), n: l.small[0].n}
 		return c
 	}
+	c.mem = newNodeMem()
 	c.nodes = make([]qnode, len(l.nodes))
 	for i, nd := range l.nodes {
 		c.nodes[i] = qnode{b: bytes.Clone(nd.b), n: nd.n}
@@ -711,7 +757,7 @@ func (l *List) Clone() *List {
 
 // MemoryUsage estimates the bytes used by the list.
 func (l *List) MemoryUsage() int {
-	m := 96 + cap(l.small[0].b) + 56*(cap(l.nodes)+headroom(l.nbase, l.nodes))
+	m := 96 + cap(l.small[0].b) + 56*(cap(l.nodes)+headroom(l.nbase, l.nodes)) + l.mem.reserved()
 	for _, nd := range l.nodes {
 		m += cap(nd.b) + headroom(nd.base, nd.b)
 	}

@@ -81,14 +81,29 @@ func TestListModel(t *testing.T) {
 		} else if seed%3 == 1 {
 			lm = &Limits{ListMaxListpackSize: -1}
 		}
-		t.Run(fmt.Sprint(seed), func(t *testing.T) { runListModel(t, seed, lm) })
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runListModel(t, seed, lm, false) })
+		// the same with nodes from chunks from 16 KiB of node memory on
+		t.Run(fmt.Sprint(seed, "/chunked"), func(t *testing.T) { runListModel(t, seed, lm, true) })
 	}
 }
 
-func runListModel(t *testing.T, seed uint64, lm *Limits) {
-	r := newRand(seed)
+// smallChunks returns a list whose quicklist nodes come from nodeMem's
+// chunks once it holds 16 KiB of nodes (instead of 8 MiB).
+func smallChunks() *List {
 	l := newList()
+	l.mem = &nodeMem{from: 16 << 10, minChunk: 64 << 10, maxChunk: 256 << 10}
+	return l
+}
+
+func runListModel(t *testing.T, seed uint64, lm *Limits, chunked bool) {
+	r := newRand(seed)
+	fresh := newList
+	if chunked {
+		fresh = smallChunks
+	}
+	l := fresh()
 	m := &listModel{}
+	usedChunks := false
 	val := func() []byte {
 		if r.IntN(40) == 0 {
 			return bytes.Repeat([]byte{'L'}, 100+r.IntN(3000))
@@ -232,12 +247,16 @@ func runListModel(t *testing.T, seed uint64, lm *Limits) {
 		if step%50 == 0 || len(m.v) < 5 {
 			checkList(t, l, m, lm)
 		}
+		usedChunks = usedChunks || (l.mem != nil && l.mem.chunked)
 		if len(m.v) == 0 && r.IntN(3) == 0 {
 			// the command layer deletes empty keys
-			l, m = newList(), &listModel{}
+			l, m = fresh(), &listModel{}
 		}
 	}
 	checkList(t, l, m, lm)
+	if chunked && !usedChunks {
+		t.Fatal("no node came from a chunk")
+	}
 	c := l.Clone()
 	checkList(t, c, m, lm)
 }

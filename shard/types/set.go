@@ -327,6 +327,17 @@ func (s *Set) Clone() *Set {
 	return c
 }
 
+// PrefetchFields reads into the CPU caches what SADD, SISMEMBER or SREM of
+// members will read: in the hashtable encoding their index slots and
+// entries. It changes nothing and returns a byte of what it read, as
+// Hash.PrefetchFields.
+func (s *Set) PrefetchFields(members [][]byte) byte {
+	if s.t == nil {
+		return 0
+	}
+	return s.t.prefetch(members, 512)
+}
+
 // MemoryUsage estimates the bytes used by the set.
 func (s *Set) MemoryUsage() int {
 	m := 72 + 8*cap(s.ints) + cap(s.lp)

@@ -206,3 +206,35 @@ func TestSetAlgebra(t *testing.T) {
 	ints := SetUnion([]*Set{mk("1", "2"), mk("3")}, nil)
 	mustEq(t, "union enc", ints.Encoding(), "intset")
 }
+
+// PrefetchFields is a hint: on sets and sorted sets in either encoding,
+// for present, absent and more than prefetchMax members, it changes
+// nothing.
+func TestSetZSetPrefetchFields(t *testing.T) {
+	s, z := newSet(), newZSet()
+	for i := 0; i < 400; i++ {
+		var ms [][]byte
+		for j := 0; j < 40; j++ {
+			ms = append(ms, []byte(fmt.Sprint("m", (i*7+j*13)%700)))
+		}
+		for _, p := range [][][]byte{ms, ms[:1], nil} {
+			s.PrefetchFields(p)
+			z.PrefetchFields(p)
+		}
+		if s.Len() != i || z.Len() != i {
+			t.Fatalf("lengths %d %d, want %d", s.Len(), z.Len(), i)
+		}
+		for j := 0; j < i; j += 37 {
+			m := []byte(fmt.Sprint("m", j))
+			if sc, ok := z.Score(m); !s.Contains(m) || !ok || sc != float64(j) {
+				t.Fatalf("member %s lost", m)
+			}
+		}
+		m := []byte(fmt.Sprint("m", i))
+		s.add(m, nil)
+		z.add(m, float64(i), 0, nil)
+	}
+	if s.Encoding() != "hashtable" || z.Encoding() != "skiplist" {
+		t.Fatalf("encodings %s %s", s.Encoding(), z.Encoding())
+	}
+}

@@ -687,6 +687,17 @@ func (z *ZSet) Clone() *ZSet {
 	return c
 }
 
+// PrefetchFields reads into the CPU caches what ZSCORE, ZREM or ZRANK of
+// members will read first: in the skiplist encoding their index slots and
+// entries (a member's score lies in its entry). It changes nothing and
+// returns a byte of what it read, as Hash.PrefetchFields.
+func (z *ZSet) PrefetchFields(members [][]byte) byte {
+	if z.t == nil {
+		return 0
+	}
+	return z.t.prefetch(members, 512)
+}
+
 // MemoryUsage estimates the bytes used by the sorted set.
 func (z *ZSet) MemoryUsage() int {
 	if z.t != nil {
