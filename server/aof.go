@@ -234,21 +234,14 @@ func strerror(err error) string {
 // aofSnapshotter writes the rewrite's base: a forkless RDB at a cut.
 func (s *Server) aofSnapshotter(pace int) aof.Snapshotter {
 	return func(ctx context.Context, w io.Writer, onCut func()) error {
-		var wb *wbsync.Writer
 		if f, ok := w.(*os.File); ok && s.aof.incFsync.Load() {
-			wb = wbsync.New(f, 0, 0) // the disk writes while the rest is produced
-			w = wb
+			w = wbsync.New(f, saveSyncWindow)
 		}
 		bw := bufio.NewWriterSize(w, 256<<10)
 		_, err := snapshot.Write(ctx, s.store, bw, snapshot.Options{OnCut: onCut, MaxExtraMemory: s.persist.format.maxExtra, Gate: s.saveGate(), Compress: s.cfg.rdbCompression.Load(), KeyDelay: s.keySaveDelay,
 			Pace: pace, Aux: []rdb.Aux{{Key: "aof-base", Value: "1"}}})
 		if err == nil {
 			err = bw.Flush()
-		}
-		if wb != nil { // before the caller syncs and closes the file
-			if ferr := wb.Finish(); err == nil {
-				err = ferr
-			}
 		}
 		return err
 	}

@@ -34,6 +34,12 @@ const misconfErr = "MISCONF Redis is configured to save RDB snapshots, but it's 
 	"Commands that may modify the data set are disabled, because this instance is configured to report errors during writes " +
 	"if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error."
 
+// saveSyncWindow is how often (in bytes) a dump, a native shard file or
+// an AOF base being written has its writeback started, with
+// rdb-save-incremental-fsync / aof-rewrite-incremental-fsync yes
+// (package wbsync).
+const saveSyncWindow = wbsync.DefaultWindow
+
 // bgsaveRetry is how long the schedule waits after a failed save before it
 // tries again (Redis's CONFIG_BGSAVE_RETRY_DELAY).
 const bgsaveRetry = 5 * time.Second
@@ -150,10 +156,8 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 			return snapshot.Stats{}, err
 		}
 		var w io.Writer = f
-		var wb *wbsync.Writer
 		if s.cfg.rdbIncFsync.Load() {
-			wb = wbsync.New(f, 0, 0) // the disk writes while the rest is produced
-			w = wb
+			w = wbsync.New(f, saveSyncWindow) // the disk writes while the rest is produced
 		}
 		st, err := snapshot.Write(ctx, s.store, w, snapshot.Options{
 			MaxExtraMemory: s.persist.format.maxExtra,
@@ -170,11 +174,6 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 			// FUNCTION libraries, as Redis stores them (function.go).
 			Functions: s.functionCodes,
 		})
-		if wb != nil {
-			if ferr := wb.Finish(); err == nil {
-				err = ferr
-			}
-		}
 		if err == nil {
 			err = f.Sync()
 		}

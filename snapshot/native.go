@@ -67,10 +67,9 @@ type NativeOptions struct {
 	// Dirs, when set, stripes the shard files over these directories
 	// (stripe.go); the summary stays at the dump's path.
 	Dirs []string
-	// IncrementalFsync writes every shard file through a wbsync.Writer
-	// (rdb-save-incremental-fsync): the disk writes while the rest is
-	// produced.
-	IncrementalFsync bool
+	// SyncWindow, when > 0, has the writeback of each shard file started
+	// every SyncWindow bytes (package wbsync: rdb-save-incremental-fsync).
+	SyncWindow int64
 }
 
 // Summary describes a native snapshot.
@@ -153,22 +152,13 @@ func SaveNative(ctx context.Context, st *shard.Store, path string, opt NativeOpt
 		files[i] = f
 	}
 	ws := make([]io.Writer, nshards)
-	wbs := make([]*wbsync.Writer, nshards)
 	for i, f := range files {
 		ws[i] = f
-		if opt.IncrementalFsync {
-			wbs[i] = wbsync.New(f, 0, 0)
-			ws[i] = wbs[i]
+		if opt.SyncWindow > 0 {
+			ws[i] = wbsync.New(f, opt.SyncWindow)
 		}
 	}
 	sum, stats, err := writeNative(ctx, st, ws, opt)
-	for _, wb := range wbs { // before the files are synced or closed
-		if wb != nil {
-			if ferr := wb.Finish(); err == nil {
-				err = ferr
-			}
-		}
-	}
 	for i := 0; err == nil && i < nshards; i++ {
 		err = files[i].Sync()
 	}

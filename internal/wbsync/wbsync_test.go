@@ -2,27 +2,22 @@ package wbsync
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// TestWindows: for random write sizes, windows and aheads, the file holds
-// exactly what was written; writeback is started for consecutive windows
-// from the starting offset, each as soon as it is full, never one that is
-// not; an fdatasync starts at the first full window, never two run at
-// once, and the writer never gets more than ahead (plus the write that
-// crossed it) past the start of a running one.
+// TestWindows: for random write sizes and windows, the file holds exactly
+// what was written, and the writeback calls cover consecutive windows from
+// the starting offset, each started as soon as it is full, never one that
+// is not.
 func TestWindows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for iter := range 100 {
 		window := int64(1 + rng.IntN(5000))
-		ahead := window * int64(1+rng.IntN(4))
 		f, err := os.Create(filepath.Join(t.TempDir(), "f"))
 		if err != nil {
 			t.Fatal(err)
@@ -31,24 +26,12 @@ func TestWindows(t *testing.T) {
 		if _, err := f.Write(prefix); err != nil {
 			t.Fatal(err)
 		}
-		w := New(f, window, ahead)
-		var starts [][2]int64
-		start := w.start
-		w.start = func(f *os.File, off, n int64) error {
-			starts = append(starts, [2]int64{off, n})
-			return start(f, off, n)
-		}
-		var running, syncs atomic.Int32
-		sync := w.sync
-		w.sync = func(f *os.File) error {
-			if running.Add(1) != 1 {
-				t.Error("two fdatasyncs at once")
-			}
-			syncs.Add(1)
-			time.Sleep(time.Duration(rng2(iter)) * time.Microsecond)
-			err := sync(f)
-			running.Add(-1)
-			return err
+		w := New(f, window)
+		var calls [][2]int64
+		real := w.writeback
+		w.writeback = func(f *os.File, off, n int64) error {
+			calls = append(calls, [2]int64{off, n})
+			return real(f, off, n)
 		}
 		var want bytes.Buffer
 		want.Write(prefix)
@@ -63,27 +46,11 @@ func TestWindows(t *testing.T) {
 			want.Write(p)
 			// Every full window since New, and no other, was started.
 			full := (int64(want.Len()) - int64(len(prefix))) / window
-			if int64(len(starts)) != full {
-				t.Fatalf("iter %d: %d bytes past the start, window %d: %d writebacks, want %d", iter, want.Len()-len(prefix), window, len(starts), full)
-			}
-			if full > 0 && w.flush == nil && syncs.Load() == 0 {
-				t.Fatalf("iter %d: %d windows filled, no fdatasync", iter, full)
-			}
-			if w.flush != nil && w.off-w.flushFrom >= ahead+window {
-				t.Fatalf("iter %d: the writer is %d bytes past a running fdatasync's start, ahead %d window %d",
-					iter, w.off-w.flushFrom, ahead, window)
+			if int64(len(calls)) != full {
+				t.Fatalf("iter %d: %d bytes past the start, window %d: %d writebacks, want %d", iter, want.Len()-len(prefix), window, len(calls), full)
 			}
 		}
-		if err := w.Finish(); err != nil {
-			t.Fatal(err)
-		}
-		if running.Load() != 0 {
-			t.Fatal("an fdatasync runs after Finish")
-		}
-		if len(starts) > 0 && syncs.Load() == 0 {
-			t.Fatalf("iter %d: %d windows filled, no fdatasync", iter, len(starts))
-		}
-		for i, c := range starts {
+		for i, c := range calls {
 			if c != [2]int64{int64(len(prefix)) + int64(i)*window, window} {
 				t.Fatalf("iter %d: writeback %d is %v, window %d after %d", iter, i, c, window, len(prefix))
 			}
@@ -102,39 +69,13 @@ func TestWindows(t *testing.T) {
 	}
 }
 
-// rng2 is how long an fdatasync is made to last in iteration iter, in µs:
-// often none, sometimes long enough for the writer to catch up with it.
-func rng2(iter int) int { return []int{0, 0, 50, 500, 3000}[iter%5] }
-
-// TestSyncErrorSticks: a failed fdatasync fails the next Write (or
-// Finish) and every one after it.
-func TestSyncErrorSticks(t *testing.T) {
-	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w := New(f, 10, 10)
-	boom := errors.New("boom")
-	w.sync = func(*os.File) error { return boom }
-	if _, err := w.Write(make([]byte, 10)); err != nil { // starts the failing fdatasync
-		t.Fatal(err)
-	}
-	if err := w.Finish(); err != boom {
-		t.Fatalf("Finish: %v", err)
-	}
-	if _, err := w.Write([]byte("x")); err != boom {
-		t.Fatalf("Write after a failed fdatasync: %v", err)
-	}
-}
-
 // TestStickyError: after a failed write, every Write fails.
 func TestStickyError(t *testing.T) {
 	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := New(f, 10, 0)
+	w := New(f, 10)
 	f.Close()
 	if _, err := w.Write([]byte("x")); err == nil {
 		t.Fatal("write to a closed file succeeded")
@@ -145,7 +86,7 @@ func TestStickyError(t *testing.T) {
 }
 
 // BenchmarkWindow writes a file of 210 MB (a SAVE of 20 x 10 MB) in 1 MB
-// writes and fsyncs it (ahead: DefaultAhead), with no incremental writeback (window 0) and with
+// writes and fsyncs it, with no incremental writeback (window 0) and with
 // each window; it reports the file's MB/s, fsync included, and the share
 // of the time spent in the final fsync. WBSYNC_DIR picks the file system
 // (default the test's temporary directory).
@@ -167,15 +108,10 @@ func BenchmarkWindow(b *testing.B) {
 				}
 				var out interface{ Write([]byte) (int, error) } = f
 				if window > 0 {
-					out = New(f, window, 0)
+					out = New(f, window)
 				}
 				for range total {
 					if _, err := out.Write(buf); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if w, ok := out.(*Writer); ok {
-					if err := w.Finish(); err != nil {
 						b.Fatal(err)
 					}
 				}
