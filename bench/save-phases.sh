@@ -15,7 +15,8 @@
 # (with fork's child: Redis's BGSAVE); a sampler reads
 # /proc/meminfo every 10 ms. Per save it prints the wall (command sent to
 # reply; BGSAVE: until rdb_bgsave_in_progress is 0, polled every 5 ms), the
-# time spent in the final fsync(s), in sync_file_range calls (count), the
+# time spent in the final fsync(s), in fdatasync and sync_file_range calls
+# (count; wbsync's run beside the writes, so they overlap them), the
 # server's CPU, the peak Dirty and Writeback, and the rate as % of dd's.
 # The load average is printed with each line (the machine is shared).
 set -euo pipefail
@@ -60,13 +61,16 @@ for _ in $(seq "$R"); do
 			t1=$(date +%s.%N); c1=$(cpu "$pid")
 			kill "$mpid"; sleep 0.05
 			tail -n +$((l0 + 1)) "$out/st" >"$out/st1"
-			fs=$(awk -F'<' '/fsync\(|fdatasync\(/{sub(/>.*/,"",$NF); s+=$NF} END{printf "%.3f", s}' "$out/st1")
-			sfr=$(awk -F'<' '/sync_file_range\(/{sub(/>.*/,"",$NF); s+=$NF; n++} END{printf "%.3f s (%d)", s, n}' "$out/st1")
+			# strace -f splits a call another thread interrupts into "fsync(3
+			# <unfinished ...>" and "<... fsync resumed>) = 0 <secs>".
+			fs=$(awk '/ fsync\(|<\.\.\. fsync resumed>/ && /<[0-9.]+>$/{sub(/.*</,""); sub(/>/,""); s+=$0} END{printf "%.3f", s}' "$out/st1")
+			fds=$(awk '/fdatasync\(|<\.\.\. fdatasync resumed>/ && /<[0-9.]+>$/{sub(/.*</,""); sub(/>/,""); s+=$0; n++} END{printf "%.3f s (%d)", s, n}' "$out/st1")
+			sfr=$(awk '/sync_file_range\(|<\.\.\. sync_file_range resumed>/ && /<[0-9.]+>$/{sub(/.*</,""); sub(/>/,""); s+=$0; n++} END{printf "%.3f s (%d)", s, n}' "$out/st1")
 			pk=$(awk '{for(i=1;i<NF;i+=2){ if($i=="Dirty:"&&$(i+1)>d)d=$(i+1); if($i=="Writeback:"&&$(i+1)>w)w=$(i+1)}} END{printf "%d/%d", d/1024, w/1024}' "$out/mem")
 			size=$(du -sb "$d" | awk '{print $1/1e6}')
 			wall=$(echo "$t1 - $t0" | bc)
-			printf '%-36s %-7s wall %.3f s  fsync %s s  sfr %s  cpu %.2f s  %.0f MB  %.0f%% of dd  dirty/wb peak %s MiB  load %s\n' \
-				"$(basename "${spec}")" $cmd "$wall" "$fs" "$sfr" "$(echo "$c1 - $c0" | bc)" "$size" \
+			printf '%-36s %-7s wall %.3f s  fsync %s s  fdatasync %s  sfr %s  cpu %.2f s  %.0f MB  %.0f%% of dd  dirty/wb peak %s MiB  load %s\n' \
+				"$(basename "${spec}")" $cmd "$wall" "$fs" "$fds" "$sfr" "$(echo "$c1 - $c0" | bc)" "$size" \
 				"$(echo "100 * $size / $wall / $DD" | bc -l)" "$pk" "$(cut -d' ' -f1 /proc/loadavg)"
 		done
 		redis-cli -p "$p" SHUTDOWN NOSAVE >/dev/null 2>&1 || true; wait "$spid" 2>/dev/null || true
