@@ -8,6 +8,12 @@
 // takes the time to produce the bytes plus the time to write them all. With
 // it the disk writes one window while the next is produced.
 //
+// The final fsync still has the device flush its write cache (on this
+// project's VM 0.08-0.14 s for 210 MB already written back). Keeping an
+// fdatasync running beside the writes brought that to 0.005 s but not the
+// save's wall time down, on a disk other processes share (a cache flush
+// writes their data too); it was reverted (BENCHMARKS.md, savesync).
+//
 // Invariants:
 //   - Every Window bytes (counted from the file's offset at New), the window
 //     just filled is handed to the kernel's writeback without waiting
@@ -16,8 +22,9 @@
 //     WAIT_AFTER), as Redis 7 does: at most about two windows of the file
 //     are dirty or under writeback at any time, and the writer never runs
 //     more than a window ahead of the disk.
-//   - Off Linux, each filled window is fdatasync'ed (fsync where there is
-//     no fdatasync), as Redis does there.
+//   - Off Linux (and on a Linux file system without sync_file_range),
+//     each filled window is synced instead (os.File.Sync; fdatasync), as
+//     Redis does there.
 //   - The Writer does not make the file durable: the caller still fsyncs
 //     it (sync_file_range writes no metadata) before renaming it.
 package wbsync
@@ -27,7 +34,8 @@ import (
 	"os"
 )
 
-// DefaultWindow is Redis's REDIS_AUTOSYNC_BYTES.
+// DefaultWindow is Redis's REDIS_AUTOSYNC_BYTES; 16 and 32 MB windows
+// measured no faster (BENCHMARKS.md, savesync).
 const DefaultWindow = 4 << 20
 
 // Writer writes to a file, starting its writeback every Window bytes.
