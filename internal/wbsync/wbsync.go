@@ -9,10 +9,11 @@
 // it the disk writes one window while the next is produced.
 //
 // The final fsync still has the device flush its write cache (on this
-// project's VM 0.08-0.14 s for 210 MB already written back). Keeping an
-// fdatasync running beside the writes brought that to 0.005 s but not the
-// save's wall time down, on a disk other processes share (a cache flush
-// writes their data too); it was reverted (BENCHMARKS.md, savesync).
+// project's VM 0.08-0.17 s for 210 MB already written back). Keeping an
+// fdatasync running beside the writes brought that to 0.001-0.005 s; it
+// cut a SAVE's wall by 10-20% on a quiet machine but not on a busy shared
+// disk (a cache flush writes the neighbours' data too), and is not in
+// (commit 8f1283c; BENCHMARKS.md, savesync).
 //
 // Invariants:
 //   - Every Window bytes (counted from the file's offset at New), the window
