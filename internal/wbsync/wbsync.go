@@ -11,9 +11,10 @@
 // The final fsync still has the device flush its write cache (on this
 // project's VM 0.08-0.17 s for 210 MB already written back). Keeping an
 // fdatasync running beside the writes brought that to 0.001-0.005 s; it
-// cut a SAVE's wall by 10-20% on a quiet machine but not on a busy shared
-// disk (a cache flush writes the neighbours' data too), and is not in
-// (commit 8f1283c; BENCHMARKS.md, savesync).
+// cut the SAVE of 10 MB values by 10-20% on a quiet machine, but not of
+// 100 KB or 100 B values, nor anything on a busy shared disk (a cache
+// flush writes the neighbours' data too), so it is not in (commit
+// 8f1283c; BENCHMARKS.md, savesync).
 //
 // Invariants:
 //   - Every Window bytes (counted from the file's offset at New), the window
