@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/damselflydb/damselfly/aof"
+	"github.com/damselflydb/damselfly/internal/wbsync"
 	"github.com/damselflydb/damselfly/snapshot"
 	"github.com/damselflydb/damselfly/snapshot/rdb"
 )
@@ -52,6 +54,7 @@ type aofState struct {
 	autoPct    atomic.Int64
 	autoMin    atomic.Int64
 	preamble   atomic.Bool
+	incFsync   atomic.Bool // aof-rewrite-incremental-fsync: the base written back as it grows (package wbsync)
 	loadTrunc  atomic.Bool
 	timestamps atomic.Bool
 	scheduled  atomic.Bool  // a rewrite is wanted (appendonly yes, or a failed one)
@@ -92,6 +95,7 @@ func (s *Server) initAOF(cfg AOFConfig) {
 	st.autoPct.Store(pct)
 	st.autoMin.Store(minSize)
 	st.preamble.Store(!cfg.NoRDBPreamble)
+	st.incFsync.Store(true)
 	st.loadTrunc.Store(!cfg.NoLoadTruncated)
 	st.timestamps.Store(cfg.Timestamps)
 	st.on.Store(cfg.Enabled)
@@ -230,6 +234,9 @@ func strerror(err error) string {
 // aofSnapshotter writes the rewrite's base: a forkless RDB at a cut.
 func (s *Server) aofSnapshotter(pace int) aof.Snapshotter {
 	return func(ctx context.Context, w io.Writer, onCut func()) error {
+		if f, ok := w.(*os.File); ok && s.aof.incFsync.Load() {
+			w = wbsync.New(f, saveSyncWindow)
+		}
 		bw := bufio.NewWriterSize(w, 256<<10)
 		_, err := snapshot.Write(ctx, s.store, bw, snapshot.Options{OnCut: onCut, MaxExtraMemory: s.persist.format.maxExtra, Gate: s.saveGate(), Compress: s.cfg.rdbCompression.Load(), KeyDelay: s.keySaveDelay,
 			Pace: pace, Aux: []rdb.Aux{{Key: "aof-base", Value: "1"}}})
@@ -652,6 +659,7 @@ func aofParams(m map[string]configParam) {
 		}
 	}
 	m["aof-use-rdb-preamble"] = boolParam(func(s *Server) *atomic.Bool { return &s.aof.preamble }, nil)
+	m["aof-rewrite-incremental-fsync"] = boolParam(func(s *Server) *atomic.Bool { return &s.aof.incFsync }, nil)
 	m["aof-load-truncated"] = boolParam(func(s *Server) *atomic.Bool { return &s.aof.loadTrunc }, nil)
 	m["aof-timestamp-enabled"] = boolParam(func(s *Server) *atomic.Bool { return &s.aof.timestamps }, func(s *Server, v bool) {
 		if a := s.aof.a.Load(); a != nil {

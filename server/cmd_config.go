@@ -198,6 +198,16 @@ func persistenceParams(m map[string]configParam) {
 				return err
 			},
 		},
+		"rdb-save-incremental-fsync": {
+			get: func(s *Server) string { return yesNo(s.cfg.rdbIncFsync.Load()) },
+			set: func(s *Server, v string) error {
+				b, err := parseYesNo(v)
+				if err == nil {
+					s.cfg.rdbIncFsync.Store(b)
+				}
+				return err
+			},
+		},
 		"stop-writes-on-bgsave-error": {
 			get: func(s *Server) string { return yesNo(s.persist.stopWritesOnEr.Load()) },
 			set: func(s *Server, v string) error {

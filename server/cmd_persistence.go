@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/damselflydb/damselfly/internal/wbsync"
 	"github.com/damselflydb/damselfly/snapshot"
 )
 
@@ -31,6 +33,12 @@ import (
 const misconfErr = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. " +
 	"Commands that may modify the data set are disabled, because this instance is configured to report errors during writes " +
 	"if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error."
+
+// saveSyncWindow is how often (in bytes) a dump, a native shard file or
+// an AOF base being written has its writeback started, with
+// rdb-save-incremental-fsync / aof-rewrite-incremental-fsync yes
+// (package wbsync).
+const saveSyncWindow = wbsync.DefaultWindow
 
 // bgsaveRetry is how long the schedule waits after a failed save before it
 // tries again (Redis's CONFIG_BGSAVE_RETRY_DELAY).
@@ -147,7 +155,11 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 		if err != nil {
 			return snapshot.Stats{}, err
 		}
-		st, err := snapshot.Write(ctx, s.store, f, snapshot.Options{
+		var w io.Writer = f
+		if s.cfg.rdbIncFsync.Load() {
+			w = wbsync.New(f, saveSyncWindow) // the disk writes while the rest is produced
+		}
+		st, err := snapshot.Write(ctx, s.store, w, snapshot.Options{
 			MaxExtraMemory: s.persist.format.maxExtra,
 			Gate:           s.saveGate(), // writergate.go
 			OnCut:          func() { dirtyAtCut = s.dirty.Load() },

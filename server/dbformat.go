@@ -55,7 +55,17 @@ func (s *Server) saveNative(ctx context.Context, path string, prog *snapshot.Pro
 		Options: snapshot.Options{OnCut: onCut, Progress: prog, Pace: pace, Busy: s.snapshotBusy(), Wanted: s.snapshotWanted(), MaxExtraMemory: f.maxExtra, Gate: s.saveGate(), Functions: s.functionCodes,
 			KeyDelay: s.keySaveDelay, RunCut: cut.runner(), SlotHeld: cut != nil},
 		Codec: f.codec, Level: f.level, Dirs: s.stripeDirs(),
+		SyncWindow: s.saveSyncWindow(),
 	})
+}
+
+// saveSyncWindow is the writeback window of a dump's files (0: none, the
+// final fsync writes them).
+func (s *Server) saveSyncWindow() int64 {
+	if s.cfg.rdbIncFsync.Load() {
+		return saveSyncWindow
+	}
+	return 0
 }
 
 // loadDumpFile loads the open dump f at path, RDB or native.

@@ -148,6 +148,7 @@ type liveConfig struct {
 	queryBufLimit   atomic.Int64 // client-query-buffer-limit (querybuf.go)
 	protectedMode   atomic.Bool
 	rdbCompression  atomic.Bool       // LZF in dumps (rdbcompression); see snapshot.Options.Compress
+	rdbIncFsync     atomic.Bool       // rdb-save-incremental-fsync: dumps written back as they grow (package wbsync)
 	params          map[string]string // other CONFIG parameters, kept as given
 }
 
@@ -312,6 +313,7 @@ func New(cfg Config) *Server {
 	s.cfg.protoMaxBulkLen.Store(defaultMaxBulkBytes)
 	s.cfg.queryBufLimit.Store(defaultQueryBufferLimit)
 	s.cfg.protectedMode.Store(cfg.ProtectedMode)
+	s.cfg.rdbIncFsync.Store(true)
 	s.cfg.params = map[string]string{"masterauth": cfg.MasterAuth, "masteruser": cfg.MasterUser}
 	s.persist.init(s.started)
 	s.initDBFormat(cfg)

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/damselflydb/damselfly/internal/wbsync"
 	"github.com/damselflydb/damselfly/shard"
 	"github.com/damselflydb/damselfly/snapshot/block"
 	"github.com/damselflydb/damselfly/snapshot/rdb"
@@ -66,6 +67,9 @@ type NativeOptions struct {
 	// Dirs, when set, stripes the shard files over these directories
 	// (stripe.go); the summary stays at the dump's path.
 	Dirs []string
+	// SyncWindow, when > 0, has the writeback of each shard file started
+	// every SyncWindow bytes (package wbsync: rdb-save-incremental-fsync).
+	SyncWindow int64
 }
 
 // Summary describes a native snapshot.
@@ -150,6 +154,9 @@ func SaveNative(ctx context.Context, st *shard.Store, path string, opt NativeOpt
 	ws := make([]io.Writer, nshards)
 	for i, f := range files {
 		ws[i] = f
+		if opt.SyncWindow > 0 {
+			ws[i] = wbsync.New(f, opt.SyncWindow)
+		}
 	}
 	sum, stats, err := writeNative(ctx, st, ws, opt)
 	for i := 0; err == nil && i < nshards; i++ {
