@@ -643,21 +643,6 @@ func aofParams(m map[string]configParam) {
 			return nil
 		},
 	}
-	boolParam := func(sel func(s *Server) *atomic.Bool, after func(s *Server, v bool)) configParam {
-		return configParam{
-			get: func(s *Server) string { return yesNo(sel(s).Load()) },
-			set: func(s *Server, v string) error {
-				x, err := parseYesNo(v)
-				if err == nil {
-					sel(s).Store(x)
-					if after != nil {
-						after(s, x)
-					}
-				}
-				return err
-			},
-		}
-	}
 	m["aof-use-rdb-preamble"] = boolParam(func(s *Server) *atomic.Bool { return &s.aof.preamble }, nil)
 	m["aof-rewrite-incremental-fsync"] = boolParam(func(s *Server) *atomic.Bool { return &s.aof.incFsync }, nil)
 	m["aof-load-truncated"] = boolParam(func(s *Server) *atomic.Bool { return &s.aof.loadTrunc }, nil)

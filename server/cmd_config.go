@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/damselflydb/damselfly/shard/types"
 )
@@ -50,18 +51,9 @@ func configParams() map[string]configParam {
 				return nil
 			},
 		},
-		"databases": {get: func(s *Server) string { return strconv.Itoa(s.store.DBNum()) }},
-		"port":      {get: func(s *Server) string { return strconv.Itoa(s.port) }},
-		"protected-mode": {
-			get: func(s *Server) string { return yesNo(s.cfg.protectedMode.Load()) },
-			set: func(s *Server, v string) error {
-				b, err := parseYesNo(v)
-				if err == nil {
-					s.cfg.protectedMode.Store(b)
-				}
-				return err
-			},
-		},
+		"databases":      {get: func(s *Server) string { return strconv.Itoa(s.store.DBNum()) }},
+		"port":           {get: func(s *Server) string { return strconv.Itoa(s.port) }},
+		"protected-mode": boolParam(func(s *Server) *atomic.Bool { return &s.cfg.protectedMode }, nil),
 		"proto-max-bulk-len": {
 			get: func(s *Server) string { return strconv.FormatInt(s.cfg.protoMaxBulkLen.Load(), 10) },
 			set: func(s *Server, v string) error {
@@ -188,36 +180,9 @@ func persistenceParams(m map[string]configParam) {
 				return nil
 			},
 		},
-		"rdbcompression": {
-			get: func(s *Server) string { return yesNo(s.cfg.rdbCompression.Load()) },
-			set: func(s *Server, v string) error {
-				b, err := parseYesNo(v)
-				if err == nil {
-					s.cfg.rdbCompression.Store(b)
-				}
-				return err
-			},
-		},
-		"rdb-save-incremental-fsync": {
-			get: func(s *Server) string { return yesNo(s.cfg.rdbIncFsync.Load()) },
-			set: func(s *Server, v string) error {
-				b, err := parseYesNo(v)
-				if err == nil {
-					s.cfg.rdbIncFsync.Store(b)
-				}
-				return err
-			},
-		},
-		"stop-writes-on-bgsave-error": {
-			get: func(s *Server) string { return yesNo(s.persist.stopWritesOnEr.Load()) },
-			set: func(s *Server, v string) error {
-				b, err := parseYesNo(v)
-				if err == nil {
-					s.persist.stopWritesOnEr.Store(b)
-				}
-				return err
-			},
-		},
+		"rdbcompression":              boolParam(func(s *Server) *atomic.Bool { return &s.cfg.rdbCompression }, nil),
+		"rdb-save-incremental-fsync":  boolParam(func(s *Server) *atomic.Bool { return &s.cfg.rdbIncFsync }, nil),
+		"stop-writes-on-bgsave-error": boolParam(func(s *Server) *atomic.Bool { return &s.persist.stopWritesOnEr }, nil),
 	})
 }
 
@@ -285,6 +250,24 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// boolParam is a yes/no parameter held in the atomic sel returns; after,
+// if set, runs once a CONFIG SET stored a new value.
+func boolParam(sel func(s *Server) *atomic.Bool, after func(s *Server, v bool)) configParam {
+	return configParam{
+		get: func(s *Server) string { return yesNo(sel(s).Load()) },
+		set: func(s *Server, v string) error {
+			x, err := parseYesNo(v)
+			if err == nil {
+				sel(s).Store(x)
+				if after != nil {
+					after(s, x)
+				}
+			}
+			return err
+		},
+	}
 }
 
 func parseYesNo(v string) (bool, error) {

@@ -445,16 +445,7 @@ func formatPercentile(p float64) string {
 // observeParams are the CONFIG parameters of this file, slowlog.go and
 // latency.go.
 func observeParams(m map[string]configParam) {
-	m["latency-tracking"] = configParam{
-		get: func(s *Server) string { return yesNo(s.obs.latTracking.Load()) },
-		set: func(s *Server, v string) error {
-			b, err := parseYesNo(v)
-			if err == nil {
-				s.obs.latTracking.Store(b)
-			}
-			return err
-		},
-	}
+	m["latency-tracking"] = boolParam(func(s *Server) *atomic.Bool { return &s.obs.latTracking }, nil)
 	m["latency-tracking-info-percentiles"] = configParam{
 		get: func(s *Server) string {
 			ps := *s.obs.percentiles.Load()
