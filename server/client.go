@@ -15,25 +15,7 @@ import (
 	"github.com/damselflydb/damselfly/netpoll"
 )
 
-const (
-	readBufSize  = 16 << 10
-	keepOutBytes = 64 << 10 // output buffers larger than this are dropped after a write...
-	// ...unless at most this large and at least a quarter full: a client that
-	// keeps pipelining big replies (LRANGE) reuses its buffer instead of
-	// regrowing it from nothing every batch, and gives it up on the first
-	// write that needs much less.
-	reuseOutBytes = 1 << 20
-)
-
-// resetOut empties c.out after it was written.
-func (c *Client) resetOut() {
-	c.obufSoftSince = 0 // all written: no longer over the soft output limit
-	if n := cap(c.out); n > keepOutBytes && (n > reuseOutBytes || len(c.out) < n/4) {
-		c.out = nil
-	} else {
-		c.out = c.out[:0]
-	}
-}
+const readBufSize = 16 << 10
 
 // Client is one connection and its session state. Its fields are touched by
 // its own goroutine only, except those under mu (read by CLIENT LIST/KILL).

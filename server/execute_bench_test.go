@@ -143,3 +143,30 @@ func BenchmarkExecutePipelinedIncr(b *testing.B) { benchPipelined(b, "INCR", 1<<
 func BenchmarkExecutePipelinedLPush(b *testing.B) { benchPipelined(b, "LPUSH", 100000) }
 func BenchmarkExecutePipelinedHSet(b *testing.B)  { benchPipelined(b, "HSET", 100000) }
 func BenchmarkExecutePipelinedSAdd(b *testing.B)  { benchPipelined(b, "SADD", 100000) }
+
+// BenchmarkExecuteBigReply is LRANGE of a 40000 × 256 B list (a 10 MB
+// reply), the output buffer dropped after each reply as a loop does after
+// writing it: the cost of building a big reply from nothing.
+func BenchmarkExecuteBigReply(b *testing.B) {
+	c := benchClient(b)
+	val := []byte(string(make([]byte, 256)))
+	for i := 0; i < 40000; i++ {
+		c.execute([][]byte{[]byte("RPUSH"), []byte("biglist"), val})
+	}
+	req := []byte(encode("LRANGE", "biglist", "0", "-1"))
+	c.out = c.out[:0]
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for i := 0; i < b.N; i++ {
+		c.r, c.w = 0, copy(c.in, req)
+		if err := c.processInput(); err != nil {
+			b.Fatal(err)
+		}
+		if len(c.out) < 40000*256 {
+			b.Fatalf("reply of %d bytes", len(c.out))
+		}
+		c.resetOut()
+	}
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+}

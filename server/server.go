@@ -176,6 +176,8 @@ type Server struct {
 	clock *tsc.Clock // commands' durations (cmdclock.go)
 	cmds  map[string]*command
 
+	bigOut outPool // written big output buffers, reused warm (outbuf.go)
+
 	configParams map[string]configParam
 	log          *slog.Logger
 	port         int
