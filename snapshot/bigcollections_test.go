@@ -1,12 +1,9 @@
 package snapshot
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -64,21 +61,10 @@ func TestBigCollectionsAtTheCut(t *testing.T) {
 	for i := range nkeys {
 		put(st, 0, fmt.Sprint("c", i), build(i, "o"))
 	}
-	var (
-		want    map[string]string
-		stop    atomic.Bool
-		cutSeq  atomic.Int64
-		seq     atomic.Int64
-		wg      sync.WaitGroup
-		started = make(chan struct{})
-	)
-	writer := func(seed uint64) {
-		defer wg.Done()
+	var seq atomic.Int64
+	writer := func(seed uint64) func(n int) {
 		r := rand.New(rand.NewPCG(seed, 11))
-		for n := 0; !stop.Load(); n++ {
-			if n == 50 && seed == 0 {
-				close(started)
-			}
+		return func(n int) {
 			i := r.IntN(nkeys)
 			k := []byte(fmt.Sprint("c", i))
 			sh, h := st.ShardOf(k)
@@ -117,40 +103,20 @@ func TestBigCollectionsAtTheCut(t *testing.T) {
 			}
 		}
 	}
-	reader := func() { // iterates collections as commands do, shard locked
-		defer wg.Done()
-		for i := 0; !stop.Load(); i++ {
-			k := []byte(fmt.Sprint("c", i%nkeys))
-			sh, h := st.ShardOf(k)
-			sh.Lock()
-			if e, ok := sh.Lookup(0, h, k, time.Now().UnixMilli()); ok {
-				canonEntry(&e)
-			}
-			sh.Unlock()
-			time.Sleep(20 * time.Microsecond)
+	reader := func(i int) { // iterates collections as commands do, shard locked
+		k := []byte(fmt.Sprint("c", i%nkeys))
+		sh, h := st.ShardOf(k)
+		sh.Lock()
+		if e, ok := sh.Lookup(0, h, k, time.Now().UnixMilli()); ok {
+			canonEntry(&e)
 		}
+		sh.Unlock()
+		time.Sleep(20 * time.Microsecond)
 	}
-	for w := range 3 {
-		wg.Add(1)
-		go writer(uint64(w))
-	}
-	wg.Add(1)
-	go reader()
-	<-started
-	var buf bytes.Buffer
-	stats, err := Write(context.Background(), st, &slowWriter{&buf, 2 * time.Millisecond}, Options{MaxExtraMemory: 1 << 20, OnCut: func() {
-		cutSeq.Store(seq.Load())
-		want = contents(st, time.Now().UnixMilli(), false)
-	}})
-	after := seq.Load()
-	stop.Store(true)
-	wg.Wait()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after-cutSeq.Load() < 50 {
-		t.Fatalf("only %d writes overlapped the snapshot", after-cutSeq.Load())
-	}
-	compareContents(t, want, contents(load(t, buf.Bytes(), 2), time.Now().UnixMilli(), true))
-	t.Logf("%d writes during the save; %s; %v", after-cutSeq.Load(), fmtWaits(stats), stats.Waits)
+	stats, _ := cutRace{
+		writers: []func(int){writer(0), writer(1), writer(2), reader}, warmup: 50, seq: &seq,
+		delay: 2 * time.Millisecond, opt: Options{MaxExtraMemory: 1 << 20},
+		minOverlap: 50, loadShards: 2,
+	}.run(t, st)
+	t.Logf("%s; %v", fmtWaits(stats), stats.Waits)
 }

@@ -42,21 +42,10 @@ func TestBigValuesAtTheCut(t *testing.T) {
 		}
 		put(st, 0, fmt.Sprint("big", i), v)
 	}
-	var (
-		want    map[string]string
-		stop    atomic.Bool
-		cutSeq  atomic.Int64
-		seq     atomic.Int64
-		wg      sync.WaitGroup
-		started = make(chan struct{})
-	)
-	writer := func(seed uint64) {
-		defer wg.Done()
+	var seq atomic.Int64
+	writer := func(seed uint64) func(n int) {
 		r := rand.New(rand.NewPCG(seed, 7))
-		for n := 0; !stop.Load(); n++ {
-			if n == 100 && seed == 0 {
-				close(started)
-			}
+		return func(n int) {
 			i := r.IntN(nkeys)
 			k := []byte(fmt.Sprint("big", i))
 			sh, h := st.ShardOf(k)
@@ -88,27 +77,12 @@ func TestBigValuesAtTheCut(t *testing.T) {
 			}
 		}
 	}
-	for w := 0; w < 3; w++ {
-		wg.Add(1)
-		go writer(uint64(w))
-	}
-	<-started
-	var buf bytes.Buffer
-	stats, err := Write(context.Background(), st, &slowWriter{&buf, 200 * time.Microsecond}, Options{MaxExtraMemory: 4 << 20, OnCut: func() {
-		cutSeq.Store(seq.Load())
-		want = contents(st, time.Now().UnixMilli(), false)
-	}})
-	after := seq.Load()
-	stop.Store(true)
-	wg.Wait()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after-cutSeq.Load() < 100 {
-		t.Fatalf("only %d writes overlapped the snapshot", after-cutSeq.Load())
-	}
-	compareContents(t, want, contents(load(t, buf.Bytes(), 2), time.Now().UnixMilli(), true))
-	t.Logf("%d writes during the save; %s", after-cutSeq.Load(), fmtWaits(stats))
+	stats, _ := cutRace{
+		writers: []func(int){writer(0), writer(1), writer(2)}, warmup: 100, seq: &seq,
+		delay: 200 * time.Microsecond, opt: Options{MaxExtraMemory: 4 << 20},
+		minOverlap: 100, loadShards: 2,
+	}.run(t, st)
+	t.Log(fmtWaits(stats))
 }
 
 func fmtWaits(s Stats) string {

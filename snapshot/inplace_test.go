@@ -1,11 +1,8 @@
 package snapshot
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,21 +24,10 @@ func TestPointInTimeInPlaceStrings(t *testing.T) {
 		}
 		put(st, 0, fmt.Sprint("b", i), shard.Value{Type: shard.TypeString, Str: make([]byte, size)})
 	}
-	var (
-		want    map[string]string
-		stop    atomic.Bool
-		cutSeq  atomic.Int64
-		seq     atomic.Int64
-		wg      sync.WaitGroup
-		started = make(chan struct{})
-	)
-	writer := func(seed uint64) {
-		defer wg.Done()
+	var seq atomic.Int64
+	writer := func(seed uint64) func(n int) {
 		r := rand.New(rand.NewPCG(seed, 2))
-		for n := 0; !stop.Load(); n++ {
-			if n == 200 && seed == 0 {
-				close(started)
-			}
+		return func(int) {
 			k := []byte(fmt.Sprint("b", r.IntN(nkeys)))
 			sh, h := st.ShardOf(k)
 			sh.Lock()
@@ -59,24 +45,8 @@ func TestPointInTimeInPlaceStrings(t *testing.T) {
 			sh.Unlock()
 		}
 	}
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go writer(uint64(w))
-	}
-	<-started
-	var buf bytes.Buffer
-	_, err := Write(context.Background(), st, &slowWriter{&buf, 200 * time.Microsecond}, Options{OnCut: func() {
-		cutSeq.Store(seq.Load())
-		want = contents(st, time.Now().UnixMilli(), false)
-	}})
-	after := seq.Load()
-	stop.Store(true)
-	wg.Wait()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after-cutSeq.Load() < 200 {
-		t.Fatalf("only %d writes overlapped the snapshot", after-cutSeq.Load())
-	}
-	compareContents(t, want, contents(load(t, buf.Bytes(), 2), time.Now().UnixMilli(), true))
+	cutRace{
+		writers: []func(int){writer(0), writer(1), writer(2), writer(3)}, warmup: 200, seq: &seq,
+		delay: 200 * time.Microsecond, minOverlap: 200, loadShards: 2,
+	}.run(t, st)
 }

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -96,21 +95,10 @@ func TestPointInTime(t *testing.T) {
 			put(st, 1, k, shard.Value{Type: shard.TypeStream, Obj: x})
 		}
 	}
-	var (
-		want    map[string]string
-		stop    atomic.Bool
-		cutSeq  atomic.Int64 // writes before the cut (seen by OnCut)
-		seq     atomic.Int64
-		wg      sync.WaitGroup
-		started = make(chan struct{})
-	)
-	writer := func(seed uint64) {
-		defer wg.Done()
+	var seq atomic.Int64
+	writer := func(seed uint64) func(n int) {
 		r := rand.New(rand.NewPCG(seed, 1))
-		for n := 0; !stop.Load(); n++ {
-			if n == 200 && seed == 0 {
-				close(started)
-			}
+		return func(int) {
 			i := r.IntN(nkeys * 2) // half of them do not exist yet
 			k := []byte(fmt.Sprint("k", i))
 			db := r.IntN(2)
@@ -157,27 +145,10 @@ func TestPointInTime(t *testing.T) {
 			sh.Unlock()
 		}
 	}
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go writer(uint64(w))
-	}
-	<-started
-	var buf bytes.Buffer
-	_, err := Write(context.Background(), st, &slowWriter{&buf, 200 * time.Microsecond}, Options{OnCut: func() {
-		cutSeq.Store(seq.Load())
-		want = contents(st, time.Now().UnixMilli(), false)
-	}})
-	after := seq.Load()
-	stop.Store(true)
-	wg.Wait()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after-cutSeq.Load() < 200 {
-		t.Fatalf("only %d writes overlapped the snapshot", after-cutSeq.Load())
-	}
-	t.Logf("%d keys at the cut, %d writes during the snapshot", len(want), after-cutSeq.Load())
-	compareContents(t, want, contents(load(t, buf.Bytes(), 3), time.Now().UnixMilli(), true))
+	cutRace{
+		writers: []func(int){writer(0), writer(1), writer(2), writer(3)}, warmup: 200, seq: &seq,
+		delay: 200 * time.Microsecond, minOverlap: 200, loadShards: 3,
+	}.run(t, st)
 }
 
 // TestFlushSwapDuringSnapshot: FLUSHALL, FLUSHDB and SWAPDB after the cut

@@ -2,12 +2,10 @@ package snapshot
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,62 +47,42 @@ func TestOverwrittenChunksRecycled(t *testing.T) {
 			for i := range nkeys {
 				put(st, 0, fmt.Sprint("k", i), shard.Value{Type: shard.TypeString, Str: val(i, 0)})
 			}
-			var (
-				want    map[string]string
-				stop    atomic.Bool
-				seq     atomic.Uint64
-				cutSeq  atomic.Uint64
-				wg      sync.WaitGroup
-				started = make(chan struct{})
-			)
-			for w := range 3 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					r := rand.New(rand.NewPCG(uint64(w), 3))
-					for n := 0; !stop.Load(); n++ {
-						if n == 50 && w == 1 {
-							close(started)
-						}
-						// One writer reaches a key not overwritten yet every
-						// few ms, once the save wrote the chunks earlier
-						// overwrites left it: those want spares. The others
-						// overwrite the keys it has reached.
-						i := order[r.IntN(int(reached.Load()))]
-						if w == 0 {
-							i = order[n%nkeys]
-							time.Sleep(4 * time.Millisecond)
-							reached.Store(int32(min(n+1, nkeys)))
-						}
-						k := []byte(fmt.Sprint("k", i))
-						sh, h := st.ShardOf(k)
-						sh.Lock()
-						s := seq.Add(1)
-						sh.DB(0).Put(h, k, shard.Value{Type: shard.TypeString, Str: val(i, s)})
-						last[i] = s
-						sh.Unlock()
-						if w != 0 {
-							runtime.Gosched()
-						}
+			var seq atomic.Int64
+			writer := func(w int) func(n int) {
+				r := rand.New(rand.NewPCG(uint64(w), 3))
+				return func(n int) {
+					// One writer reaches a key not overwritten yet every
+					// few ms, once the save wrote the chunks earlier
+					// overwrites left it: those want spares. The others
+					// overwrite the keys it has reached.
+					i := order[r.IntN(int(reached.Load()))]
+					if w == 0 {
+						i = order[n%nkeys]
+						time.Sleep(4 * time.Millisecond)
+						reached.Store(int32(min(n+1, nkeys)))
 					}
-				}()
+					k := []byte(fmt.Sprint("k", i))
+					sh, h := st.ShardOf(k)
+					sh.Lock()
+					s := uint64(seq.Add(1))
+					sh.DB(0).Put(h, k, shard.Value{Type: shard.TypeString, Str: val(i, s)})
+					last[i] = s
+					sh.Unlock()
+					if w != 0 {
+						runtime.Gosched()
+					}
+				}
 			}
-			<-started
-			var buf bytes.Buffer
-			stats, err := Write(context.Background(), st, &slowWriter{&buf, 100 * time.Microsecond}, Options{
-				Compress: compress, MaxExtraMemory: 8 << 20,
-				KeyDelay: func() time.Duration { return 2 * time.Millisecond }, // a save that lasts
-				OnCut: func() {
-					cutSeq.Store(seq.Load())
-					want = contents(st, time.Now().UnixMilli(), false)
-				}})
-			after := seq.Load()
-			stop.Store(true)
-			wg.Wait()
-			if err != nil {
-				t.Fatal(err)
-			}
-			compareContents(t, want, contents(load(t, buf.Bytes(), 2), time.Now().UnixMilli(), true))
+			stats, overlapped := cutRace{
+				// The save starts after 50 writes of writer 1: writer 0
+				// sleeps between its writes.
+				writers: []func(int){writer(1), writer(0), writer(2)}, warmup: 50, seq: &seq,
+				delay: 100 * time.Microsecond, opt: Options{
+					Compress: compress, MaxExtraMemory: 8 << 20,
+					KeyDelay: func() time.Duration { return 2 * time.Millisecond }, // a save that lasts
+				},
+				loadShards: 2,
+			}.run(t, st)
 			for i := range nkeys {
 				k := []byte(fmt.Sprint("k", i))
 				sh, h := st.ShardOf(k)
@@ -116,13 +94,12 @@ func TestOverwrittenChunksRecycled(t *testing.T) {
 				sh.Unlock()
 			}
 			if stats.SparesReused == 0 {
-				t.Errorf("no overwrite took a spare chunk (%d kept, %d writes during the save)", stats.SparesKept, after-cutSeq.Load())
+				t.Errorf("no overwrite took a spare chunk (%d kept, %d writes during the save)", stats.SparesKept, overlapped)
 			}
 			if stats.InFlightPeak > 8<<20+1<<20+64 {
 				t.Errorf("in flight peak %d over the limit", stats.InFlightPeak)
 			}
-			t.Logf("%d writes during the save; spares kept %d, reused %d; in flight peak %d",
-				after-cutSeq.Load(), stats.SparesKept, stats.SparesReused, stats.InFlightPeak)
+			t.Logf("spares kept %d, reused %d; in flight peak %d", stats.SparesKept, stats.SparesReused, stats.InFlightPeak)
 		})
 	}
 }
