@@ -424,7 +424,7 @@ func (s *Server) aclDisconnect(caller *Client, users []*acl.User) {
 // aclParams are the ACL's CONFIG parameters.
 func aclParams(m map[string]configParam) {
 	m["aclfile"] = configParam{get: func(s *Server) string { return s.acl.file },
-		set: func(*Server, string) error { return fmt.Errorf("can't set immutable config") }}
+		set: immutable}
 	m["acllog-max-len"] = configParam{
 		get: func(s *Server) string {
 			s.acl.logMu.Lock()

@@ -617,7 +617,7 @@ func aofParams(m map[string]configParam) {
 	// immutable).
 	name := func(field func(s *Server) *string) configParam {
 		return configParam{get: func(s *Server) string { return *field(s) },
-			set: func(*Server, string) error { return errors.New("can't set immutable config") }}
+			set: immutable}
 	}
 	m["appendfilename"] = name(func(s *Server) *string { return &s.aof.filename })
 	m["appenddirname"] = name(func(s *Server) *string { return &s.aof.dirname })

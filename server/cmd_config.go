@@ -33,6 +33,11 @@ func ParseMemory(s string) (int64, error) {
 	return n * mult, nil
 }
 
+// immutable is the set of a parameter fixed at start whose CONFIG SET
+// fails with Redis's words for it (a flag sets it, also from the config
+// file).
+func immutable(*Server, string) error { return errors.New("can't set immutable config") }
+
 // configParam is one CONFIG parameter.
 type configParam struct {
 	get func(s *Server) string
@@ -52,6 +57,7 @@ func configParams() map[string]configParam {
 			},
 		},
 		"databases":      {get: func(s *Server) string { return strconv.Itoa(s.store.DBNum()) }},
+		"disable-thp":    {get: func(s *Server) string { return yesNo(!s.limits.Load().HugePages) }, set: immutable},
 		"port":           {get: func(s *Server) string { return strconv.Itoa(s.port) }},
 		"protected-mode": boolParam(func(s *Server) *atomic.Bool { return &s.cfg.protectedMode }, nil),
 		"proto-max-bulk-len": {

@@ -33,6 +33,21 @@ func TestIncrementalFsyncConfigAgainstRedis(t *testing.T) {
 		{"CONFIG", "GET", "*-incremental-fsync"},
 		{"CONFIG", "SET", "rdb-save-incremental-fsync"},
 	}
+	compareConfigReplies(t, script, s.Addr(), redisAddr)
+	// The config file sets it too (as CONFIG SET would).
+	s2 := startServer(t, func(c *Config) { c.Save = "" })
+	if err := s2.ApplyConfig("rdb-save-incremental-fsync", "no"); err != nil {
+		t.Fatal(err)
+	}
+	if v := newClient(t, s2).ConfigGet(context.Background(), "rdb-save-incremental-fsync").Val(); v["rdb-save-incremental-fsync"] != "no" {
+		t.Fatalf("after the config file's no: %v", v)
+	}
+}
+
+// compareConfigReplies runs a script of CONFIG commands against Damselfly
+// and redis-server and fails unless every reply and error is the same.
+func compareConfigReplies(t *testing.T, script [][]any, addr, redisAddr string) {
+	t.Helper()
 	run := func(addr string) string {
 		rc := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2})
 		defer rc.Close()
@@ -50,18 +65,26 @@ func TestIncrementalFsyncConfigAgainstRedis(t *testing.T) {
 		}
 		return out.String()
 	}
-	got, want := run(s.Addr()), run(redisAddr)
-	if got != want {
+	if got, want := run(addr), run(redisAddr); got != want {
 		t.Fatalf("Damselfly:\n%s\nredis-server:\n%s", got, want)
 	}
-	// The config file sets it too (as CONFIG SET would).
-	s2 := startServer(t, func(c *Config) { c.Save = "" })
-	if err := s2.ApplyConfig("rdb-save-incremental-fsync", "no"); err != nil {
-		t.Fatal(err)
-	}
-	if v := newClient(t, s2).ConfigGet(context.Background(), "rdb-save-incremental-fsync").Val(); v["rdb-save-incremental-fsync"] != "no" {
-		t.Fatalf("after the config file's no: %v", v)
-	}
+}
+
+// TestImmutableConfigAgainstRedis: parameters fixed at start answer CONFIG
+// GET and refuse CONFIG SET as redis-server 7.0 does (disable-thp: yes by
+// default in both).
+func TestImmutableConfigAgainstRedis(t *testing.T) {
+	redisAddr := startRedis(t)
+	s := startServer(t, func(c *Config) { c.Save = "" })
+	compareConfigReplies(t, [][]any{
+		{"CONFIG", "GET", "disable-thp"},
+		{"CONFIG", "SET", "disable-thp", "no"},
+		{"CONFIG", "SET", "disable-thp", "yes"},
+		{"CONFIG", "SET", "disable-thp", "maybe"},
+		{"CONFIG", "SET", "aclfile", "/tmp/users.acl"},
+		{"CONFIG", "SET", "appendfilename", "other.aof"},
+		{"CONFIG", "GET", "disable-thp"},
+	}, s.Addr(), redisAddr)
 }
 
 // TestIncrementalFsyncSaves: with the option on (the dump written back

@@ -102,6 +102,11 @@ type Config struct {
 	// kernel allows it, else epoll), "epoll" or "io_uring" (falls back to
 	// epoll, with a warning, where io_uring cannot be had).
 	EventLoop string
+	// HugePages asks for transparent huge pages on the keyspace's slab
+	// arenas and on big lists' node chunks: Redis's disable-thp no. The
+	// default (false) is Redis's disable-thp yes; which is faster depends
+	// on the host (shard/slab's mapArena says why).
+	HugePages bool
 	// Snapshots (issue 14): SnapshotMaxExtraMemory bounds the encoded bytes
 	// a save or full sync holds in flight (0 = 64 MiB); past it, writes to
 	// keys not yet saved wait for the save instead of it copying more.
@@ -325,7 +330,9 @@ func New(cfg Config) *Server {
 	lim := defaultOutLimits
 	s.outLimits.Store(&lim)
 	limits := defaultLimits()
+	limits.HugePages = cfg.HugePages
 	s.limits.Store(&limits)
+	s.store.AdviseHugePages(cfg.HugePages)
 	s.blocking.init()
 	s.cmds = commandTable()
 	s.initACL(cfg)

@@ -41,8 +41,8 @@ type DB struct {
 
 // newDB makes an empty DB whose tables stamp changed buckets with version
 // (the shard's epoch), so a running snapshot skips every key created in it.
-func newDB(dirty *uint64, clock *uint32, version uint64) *DB {
-	d := &DB{slab: slab.New(), dirty: dirty, clock: clock}
+func newDB(dirty *uint64, clock *uint32, version uint64, hugePages bool) *DB {
+	d := &DB{slab: slab.New(hugePages), dirty: dirty, clock: clock}
 	d.main = dash.New(d, Hash)
 	d.expires = dash.New(d, Hash)
 	d.main.SetVersion(version)

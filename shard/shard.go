@@ -54,6 +54,9 @@ type Shard struct {
 	// slotIndexed: database 0 keeps its per-slot key index (cluster mode,
 	// slots.go).
 	slotIndexed bool
+	// hugePages: databases made from now on ask for transparent huge pages
+	// on their slab arenas (Store.AdviseHugePages).
+	hugePages bool
 }
 
 // Dirty counts every change made to the shard's data (like Redis's
@@ -113,7 +116,7 @@ func (sh *Shard) TryLock() bool { return sh.mu.TryLock() }
 func (sh *Shard) DB(i int) *DB {
 	d := sh.dbs[i]
 	if d == nil {
-		d = newDB(&sh.dirty, &sh.clock, sh.epoch)
+		d = newDB(&sh.dirty, &sh.clock, sh.epoch, sh.hugePages)
 		d.idx, d.watch, d.newKey = i, &sh.watch, sh.newKey
 		d.lfu, d.minutes, d.rnd = sh.lfu, &sh.minutes, uint64(sh.id)*0x9E3779B97F4A7C15+uint64(i)+1
 		if i == 0 && sh.slotIndexed {

@@ -59,6 +59,17 @@ func NewStore(n, dbnum int) *Store {
 	return s
 }
 
+// AdviseHugePages makes the databases created from now on ask for
+// transparent huge pages on their slab arenas (the server's disable-thp
+// no); call it before any data is stored.
+func (s *Store) AdviseHugePages(on bool) {
+	for _, sh := range s.shards {
+		sh.Lock()
+		sh.hugePages = on
+		sh.Unlock()
+	}
+}
+
 // SetReplica switches every shard into replica mode (on) or back (off):
 // in replica mode Lookup reports expired keys as missing without deleting
 // them and ExpireCycle deletes nothing, because a replica's keys expire

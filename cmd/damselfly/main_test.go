@@ -47,8 +47,18 @@ type proc struct {
 
 func start(t *testing.T, bin, dir string, extra ...string) *proc {
 	t.Helper()
+	return startConfProc(t, bin, "", dir, extra...)
+}
+
+// startConfProc is start with a config file (none if conf is "").
+func startConfProc(t *testing.T, bin, conf, dir string, extra ...string) *proc {
+	t.Helper()
 	port := freePort(t)
-	args := append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--dir", dir, "--enable-debug-command", "local"}, extra...)
+	var args []string
+	if conf != "" {
+		args = append(args, conf)
+	}
+	args = append(append(args, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--dir", dir, "--enable-debug-command", "local"), extra...)
 	cmd := exec.Command(bin, args...)
 	var log bytes.Buffer
 	cmd.Stderr = &log

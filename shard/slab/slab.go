@@ -101,11 +101,13 @@ type Slab struct {
 	mapped    int64    // bytes of pages and large chunks held
 	arenas    [][]byte // unused tail of the newest arena
 	maps      [][]byte // every mapping, for Release
+	hugePages bool     // advise transparent huge pages on new arenas
 }
 
-// New returns an empty slab.
-func New() *Slab {
-	s := &Slab{partial: make([]int32, len(classSizes))}
+// New returns an empty slab; hugePages asks for transparent huge pages on
+// its arenas (see mapArena).
+func New(hugePages bool) *Slab {
+	s := &Slab{partial: make([]int32, len(classSizes)), hugePages: hugePages}
 	for i := range s.partial {
 		s.partial[i] = -1
 	}
@@ -319,12 +321,13 @@ func (s *Slab) carvePage() []byte {
 // hugePage is the size of a transparent huge page on x86-64.
 const hugePage = 2 << 20
 
-// mapArena maps a new arena aligned to a huge page and asks for transparent
-// huge pages on it: entries are read at random (lookups, snapshots), and on
-// a VM each TLB miss is a two-dimensional page walk; profiles of a snapshot
-// showed the first read of each entry costing hundreds of nanoseconds with
-// 4 KiB pages. (Redis advises against THP because fork's copy-on-write then
-// copies 2 MiB at a time; Damselfly does not fork.)
+// mapArena maps a new arena aligned to a huge page and, with hugePages,
+// asks for transparent huge pages on it: entries are read at random
+// (lookups, snapshots), and on a VM each TLB miss is a two-dimensional page
+// walk. Whether that pays depends on the host: on one VM it sped up a
+// snapshot's traversal, on another (KVM, Linux 6.18) each 2 MiB fault cost
+// about 3 ms and SETs of new keys 25-60% more CPU, with no gain on reads or
+// saves (BENCHMARKS.md, "thp"). So it is Redis's disable-thp, default yes.
 func (s *Slab) mapArena() []byte {
 	size := PageSize * arenaPages
 	raw, err := syscall.Mmap(-1, 0, size+hugePage, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
@@ -334,7 +337,9 @@ func (s *Slab) mapArena() []byte {
 	s.maps = append(s.maps, raw)
 	off := int(-uintptr(unsafe.Pointer(&raw[0])) & (hugePage - 1))
 	mem := raw[off : off+size : off+size]
-	adviseHugePages(mem)
+	if s.hugePages {
+		adviseHugePages(mem)
+	}
 	return mem
 }
 

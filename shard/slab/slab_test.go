@@ -10,7 +10,7 @@ import (
 // checks that every live chunk keeps its bytes and that accounting returns
 // to zero.
 func TestAgainstModel(t *testing.T) {
-	s := New()
+	s := New(false)
 	rng := rand.New(rand.NewPCG(1, 2))
 	live := map[Ref][]byte{}
 	var refs []Ref
@@ -71,7 +71,7 @@ func TestClassesCoverAllSizes(t *testing.T) {
 }
 
 func BenchmarkAllocFree(b *testing.B) {
-	s := New()
+	s := New(false)
 	refs := make([]Ref, 1024)
 	for i := range refs {
 		refs[i], _ = s.Alloc(120)

@@ -42,6 +42,9 @@ type Limits struct {
 	// ListCompressDepth is list-compress-depth: accepted and reported, but
 	// list nodes are not compressed.
 	ListCompressDepth int
+	// HugePages asks for transparent huge pages on the chunks big lists
+	// take their nodes from (nodemem.go): the server's disable-thp no.
+	HugePages bool
 }
 
 // DefaultLimits are the defaults of redis-server 7.0 (checked with CONFIG GET

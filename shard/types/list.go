@@ -150,7 +150,7 @@ func (l *List) maybeConvert(lm *Limits, vs ...[]byte) {
 	}
 	l.big = true
 	if l.mem == nil {
-		l.mem = newNodeMem()
+		l.mem = newNodeMem(lm != nil && lm.HugePages)
 	}
 	l.nodes = nil
 	if l.count > 0 {
@@ -747,7 +747,7 @@ func (l *List) Clone() *List {
 		c.small[0] = qnode{b: bytes.Clone(l.small[0].b), n: l.small[0].n}
 		return c
 	}
-	c.mem = newNodeMem()
+	c.mem = newNodeMem(l.mem != nil && l.mem.hugePages)
 	c.nodes = make([]qnode, len(l.nodes))
 	for i, nd := range l.nodes {
 		c.nodes[i] = qnode{b: bytes.Clone(nd.b), n: nd.n}

@@ -1,11 +1,14 @@
 package types
 
 // nodeMem hands a big quicklist its node buffers out of a few big chunks of
-// the Go heap, each asked (with transparent huge pages in madvise mode, as
-// on most distributions) to be backed by 2 MiB pages: a list that only
-// grows (a queue fed by LPUSH) otherwise takes a minor fault for every
-// fresh 4 KiB of node memory, the largest part of a pipelined LPUSH's cost
-// (BENCHMARKS.md, "pipecpu" and "lpush").
+// the Go heap. With hugePages (disable-thp no) each chunk is asked to be
+// backed by 2 MiB pages (transparent huge pages in madvise mode, as on most
+// distributions): a list that only grows (a queue fed by LPUSH) otherwise
+// takes a minor fault for every fresh 4 KiB of node memory. On one VM that
+// was the largest part of a pipelined LPUSH's cost and huge pages cut it by
+// a fifth (BENCHMARKS.md, "pipecpu" and "lpush"); on another each huge page
+// fault cost about 3 ms and LPUSH 25-60% more CPU ("thp"), so it is off by
+// default, like Redis's disable-thp.
 //
 // The chunks are ordinary Go byte slices, so the garbage collector keeps a
 // chunk while any node (or any reply or snapshot still reading a node's
@@ -26,9 +29,10 @@ package types
 // Invariant: free is the unused tail of the newest chunk; bytes handed out
 // are never handed out again, so no node shares bytes with another.
 type nodeMem struct {
-	free    []byte
-	chunked bool // some node of the list may live in a chunk
-	nodeMax int  // the node byte limit when the last chunk was made
+	hugePages bool // advise transparent huge pages on new chunks
+	free      []byte
+	chunked   bool // some node of the list may live in a chunk
+	nodeMax   int  // the node byte limit when the last chunk was made
 
 	// from, minChunk, maxChunk: chunkFrom, minChunk, maxChunk except in
 	// tests (which use small ones to exercise chunks on small lists)
@@ -41,8 +45,8 @@ const (
 	maxChunk  = 32 << 20 // the unaligned ends (< 2 MiB each) are a small share
 )
 
-func newNodeMem() *nodeMem {
-	return &nodeMem{from: chunkFrom, minChunk: minChunk, maxChunk: maxChunk}
+func newNodeMem(hugePages bool) *nodeMem {
+	return &nodeMem{hugePages: hugePages, from: chunkFrom, minChunk: minChunk, maxChunk: maxChunk}
 }
 
 // chunking reports whether alloc takes node buffers from chunks for a
@@ -61,7 +65,9 @@ func (m *nodeMem) alloc(n, live int) []byte {
 			c *= 2
 		}
 		m.free = make([]byte, c)
-		adviseHugePages(m.free)
+		if m.hugePages {
+			adviseHugePages(m.free)
+		}
 		m.chunked = true
 		m.nodeMax = n
 	}
