@@ -117,10 +117,13 @@ func (ns *netStats) totals() (in, out, replIn, replOut int64) {
 // netCron samples the instantaneous metrics (the server cron, every 100 ms).
 func (s *Server) netCron() {
 	ns := s.netAcct
+	// The counters are read under mu, which CONFIG RESETSTAT holds while
+	// it zeroes them: a sample read before a reset and tracked after it
+	// would count all the traffic before the reset as a burst after it.
+	ns.mu.Lock()
 	in, out, rin, rout := ns.totals()
 	ops := s.totalCommands()
 	now := time.Now().UnixMilli()
-	ns.mu.Lock()
 	ns.inst[instOps].track(now, ops)
 	ns.inst[instIn].track(now, in+rin)
 	ns.inst[instOut].track(now, out+rout)
@@ -156,6 +159,7 @@ func (s *Server) infoNetStats(field func(string, any)) {
 // counters to zero, the rings emptied, the next sample taken from zero.
 func (s *Server) resetNetStats() {
 	ns := s.netAcct
+	ns.mu.Lock() // no cron sample between the zeroing and the rings' reset
 	for i := range ns.slots {
 		ns.slots[i].in.Store(0)
 		ns.slots[i].out.Store(0)
@@ -163,7 +167,6 @@ func (s *Server) resetNetStats() {
 	ns.replIn.Store(0)
 	ns.replOut.Store(0)
 	now := time.Now().UnixMilli()
-	ns.mu.Lock()
 	for i := range ns.inst {
 		ns.inst[i] = instMetric{lastTime: now}
 	}
