@@ -7,7 +7,7 @@ package types
 // takes a minor fault for every fresh 4 KiB of node memory. On one VM that
 // was the largest part of a pipelined LPUSH's cost and huge pages cut it by
 // a fifth (BENCHMARKS.md, "pipecpu" and "lpush"); on another each huge page
-// fault cost about 3 ms and LPUSH 25-60% more CPU ("thp"), so it is off by
+// fault cost about 3 ms and LPUSH 30-55% more CPU ("thp"), so it is off by
 // default, like Redis's disable-thp.
 //
 // The chunks are ordinary Go byte slices, so the garbage collector keeps a
