@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"math"
 
 	"github.com/damselflydb/damselfly/shard"
@@ -71,15 +72,6 @@ func pushTo(l *types.List, w types.W, left bool, lim *types.Limits, vs [][]byte)
 	return l.PushBack(w, lim, vs...)
 }
 
-// popFrom pops up to n elements of the list in e (locked), deleting the key
-// when it empties; a key left with elements wakes the next blocked client.
-func (c *Client) popFrom(e *shard.Entry, sh *shard.Shard, key []byte, left bool, n int) [][]byte {
-	l := e.Obj().(*types.List)
-	out := c.popFromQuiet(e, sh, key, left, n)
-	c.notifyPopped(key, left, l.Len() == 0)
-	return out
-}
-
 // pushEvent and popEvent are the keyspace events of list pushes and pops.
 func pushEvent(left bool) string {
 	if left {
@@ -103,23 +95,43 @@ func (c *Client) notifyPopped(key []byte, left, emptied bool) {
 	}
 }
 
-// popFromQuiet is popFrom without the keyspace events (LMOVE raises them
-// after the push, in Redis's order).
+// popFromQuiet pops up to n elements of the list in e (locked) as copies,
+// deleting the key when it empties (a key left with elements wakes the next
+// blocked client), without the keyspace events (LMOVE raises them after the
+// push, in Redis's order).
 func (c *Client) popFromQuiet(e *shard.Entry, sh *shard.Shard, key []byte, left bool, n int) [][]byte {
+	var out [][]byte
+	c.popEach(e, sh, key, left, n, func(v []byte) { out = append(out, bytes.Clone(v)) })
+	return out
+}
+
+// popEach is popFromQuiet handing each element to emit as it goes (a view
+// valid during the call: replies copy it straight into the output instead
+// of through a copy of their own).
+func (c *Client) popEach(e *shard.Entry, sh *shard.Shard, key []byte, left bool, n int, emit func([]byte)) {
 	l := e.Obj().(*types.List)
 	w := sh.DB(c.db).Modify(e)
-	var out [][]byte
 	if left {
-		out = l.PopFront(w, n)
+		l.PopFrontEach(w, n, emit)
 	} else {
-		out = l.PopBack(w, n)
+		l.PopBackEach(w, n, emit)
 	}
 	if l.Len() == 0 {
 		sh.DB(c.db).Delete(e)
 	} else {
 		c.srv.signalReady(c.db, key)
 	}
-	return out
+}
+
+// popReply pops up to n elements (n >= 1) into the reply, as an array when
+// asArray, and raises the pop's events.
+func (c *Client) popReply(e *shard.Entry, sh *shard.Shard, key []byte, left bool, n int, asArray bool) {
+	l := e.Obj().(*types.List)
+	if asArray {
+		c.array(min(n, l.Len()))
+	}
+	c.popEach(e, sh, key, left, n, c.bulk)
+	c.notifyPopped(key, left, l.Len() == 0)
 }
 
 func popGeneric(c *Client, args [][]byte, left bool) {
@@ -150,18 +162,14 @@ func popGeneric(c *Client, args [][]byte, left bool) {
 		return
 	}
 	if !hasCount {
-		c.bulk(c.popFrom(&e, sh, args[1], left, 1)[0])
+		c.popReply(&e, sh, args[1], left, 1, false)
 		return
 	}
 	if count == 0 {
 		c.array(0)
 		return
 	}
-	vs := c.popFrom(&e, sh, args[1], left, int(min(count, math.MaxInt32)))
-	c.array(len(vs))
-	for _, v := range vs {
-		c.bulk(v)
-	}
+	c.popReply(&e, sh, args[1], left, int(min(count, math.MaxInt32)), true)
 }
 
 func cmdLRange(c *Client, args [][]byte) {
@@ -575,18 +583,15 @@ func (c *Client) lmpopLocked(m mpopArgs, first bool) bool {
 		if !found {
 			continue
 		}
-		vs := c.popFrom(&e, sh, k, m.left, int(min(m.count, math.MaxInt32)))
+		n := min(int(min(m.count, math.MaxInt32)), e.Obj().(*types.List).Len())
 		c.array(2)
 		c.bulk(k)
-		c.array(len(vs))
-		for _, v := range vs {
-			c.bulk(v)
-		}
+		c.popReply(&e, sh, k, m.left, n, true)
 		cmd := argRPop
 		if m.left {
 			cmd = argLPop
 		}
-		c.rewrite(cmd, k, bytesArg(int64(len(vs))))
+		c.rewrite(cmd, k, bytesArg(int64(n)))
 		return true
 	}
 	return false
@@ -604,10 +609,9 @@ func blockingPop(c *Client, args [][]byte, left bool) {
 		if done || !found {
 			return done
 		}
-		v := c.popFrom(&e, sh, k, left, 1)[0]
 		c.array(2)
 		c.bulk(k)
-		c.bulk(v)
+		c.popReply(&e, sh, k, left, 1, false)
 		cmd := argRPop
 		if left {
 			cmd = argLPop

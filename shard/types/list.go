@@ -296,17 +296,35 @@ func (l *List) compact() {
 }
 
 // PopFront removes and returns up to n elements from the head (copies).
-func (l *List) PopFront(w W, n int) [][]byte {
-	w.Check(l)
+func (l *List) PopFront(w W, n int) [][]byte { return l.popCopies(w, n, l.PopFrontEach) }
+
+// PopBack removes and returns up to n elements from the tail (copies), the
+// last element first.
+func (l *List) PopBack(w W, n int) [][]byte { return l.popCopies(w, n, l.PopBackEach) }
+
+func (l *List) popCopies(w W, n int, each func(W, int, func([]byte)) int) [][]byte {
 	if n <= 0 || l.count == 0 {
+		w.Check(l)
 		return nil
 	}
+	out := make([][]byte, 0, min(n, l.count))
+	each(w, n, func(v []byte) { out = append(out, bytes.Clone(v)) })
+	return out
+}
+
+// PopFrontEach removes up to n elements from the head and returns how many;
+// it hands each to emit just before removing it (a view, valid only during
+// the call: a reply copies it, with no copy of its own to allocate).
+func (l *List) PopFrontEach(w W, n int, emit func(v []byte)) int {
+	w.Check(l)
+	if n <= 0 || l.count == 0 {
+		return 0
+	}
 	n = min(n, l.count)
-	out := make([][]byte, 0, n)
-	for ; n > 0; n-- {
+	for k := n; k > 0; k-- {
 		nd := &l.segs()[0]
 		v, e := lpNext(nd.b, 0)
-		out = append(out, bytes.Clone(v))
+		emit(v)
 		if !l.big {
 			l.rsz -= redisLPEntrySize(v)
 			nd.b = lpDelete(nd.b, 0, e)
@@ -320,24 +338,22 @@ func (l *List) PopFront(w W, n int) [][]byte {
 			l.afterRemoval(0)
 		}
 	}
-	return out
+	return n
 }
 
-// PopBack removes and returns up to n elements from the tail (copies), the
-// last element first.
-func (l *List) PopBack(w W, n int) [][]byte {
+// PopBackEach is PopFrontEach from the tail, the last element first.
+func (l *List) PopBackEach(w W, n int, emit func(v []byte)) int {
 	w.Check(l)
 	if n <= 0 || l.count == 0 {
-		return nil
+		return 0
 	}
 	n = min(n, l.count)
-	out := make([][]byte, 0, n)
-	for ; n > 0; n-- {
+	for k := n; k > 0; k-- {
 		s := l.segs()
 		j := len(s) - 1
 		nd := &s[j]
 		v, st := lpPrev(nd.b, len(nd.b))
-		out = append(out, bytes.Clone(v))
+		emit(v)
 		if !l.big {
 			l.rsz -= redisLPEntrySize(v)
 		}
@@ -349,7 +365,7 @@ func (l *List) PopBack(w W, n int) [][]byte {
 			l.afterRemoval(0)
 		}
 	}
-	return out
+	return n
 }
 
 // locate returns the node and byte offset of element i (0 <= i < count).
