@@ -8,7 +8,8 @@
 #   KEYS=20 VAL=10485760 REDIS_ARGS='--rdbcompression no' bench/save-cpu.sh 3 /tmp/dfly-main /tmp/dfly-branch
 #
 # Each server is pinned to CPU 0 (taskset; Damselfly then runs with
-# GOMAXPROCS 1), gets DEBUG POPULATE KEYS keys of VAL bytes, then SAVE; the
+# GOMAXPROCS 1, one shard), or to the CPUs in CPUS (e.g. CPUS=0,1: two
+# shards, whose native files are written and loaded in parallel), gets DEBUG POPULATE KEYS keys of VAL bytes, then SAVE; the
 # figure is the server's utime+stime from /proc/PID/stat over the SAVE
 # alone, with its wall time, the dump's size (all its files), its write rate
 # (size ÷ wall) and that rate as a share of the disk's: every round starts
@@ -43,7 +44,7 @@ one() { # name command...
 	local name=$1; shift
 	local d; d=$(mktemp -d /tmp/savecpu.XXXXXX)
 	local p; p=$(port)
-	taskset -c 0 "$@" --port "$p" --dir "$d" >"$d.log" 2>&1 &
+	taskset -c "${CPUS:-0}" "$@" --port "$p" --dir "$d" >"$d.log" 2>&1 &
 	local pid=$!
 	ready "$p"
 	redis-cli -p "$p" DEBUG POPULATE "$KEYS" key "$VAL" >/dev/null
@@ -55,7 +56,7 @@ one() { # name command...
 	local size wall; size=$(du -sb "$d" | awk '{print $1/1e6}'); wall=$(echo "$t1 - $t0" | bc)
 	local t2 t3 c3
 	t2=$(date +%s.%N)
-	taskset -c 0 "$@" --port "$p" --dir "$d" >"$d.log" 2>&1 &
+	taskset -c "${CPUS:-0}" "$@" --port "$p" --dir "$d" >"$d.log" 2>&1 &
 	pid=$!
 	ready "$p"
 	t3=$(date +%s.%N); c3=$(cpu "$pid")
