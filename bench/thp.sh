@@ -2,8 +2,8 @@
 # Transparent huge pages on and off (disable-thp, issue 20): the server's CPU
 # per request for workloads that fault fresh memory in (LPUSH onto one
 # growing list; SETs of new keys) and one that only reads (GET over 1M
-# keys), for a Damselfly binary with --disable-thp (the default) and with
-# --no-disable-thp, and for redis-server; a fresh server per run, pinned to
+# keys), for a Damselfly binary with --disable-thp yes (the default) and with
+# --disable-thp no, and for redis-server; a fresh server per run, pinned to
 # CPU 0, redis-benchmark -P 16 on CPU 1, the three alternating, ROUNDS times.
 # Also reports minor faults per request and the huge pages the kernel
 # faulted in (thp_fault_alloc in /proc/vmstat) during the run.
@@ -21,7 +21,7 @@ vm() { awk '$1=="thp_fault_alloc"{print $2}' /proc/vmstat; }
 start() {
   case $1 in
     thp-off) taskset -c 0 "$BIN" --port $PORT --bind 127.0.0.1 --save "" --dir "$D" >/dev/null 2>&1 & ;;
-    thp-on) taskset -c 0 "$BIN" --port $PORT --bind 127.0.0.1 --save "" --dir "$D" --no-disable-thp >/dev/null 2>&1 & ;;
+    thp-on) taskset -c 0 "$BIN" --port $PORT --bind 127.0.0.1 --save "" --dir "$D" --disable-thp no >/dev/null 2>&1 & ;;
     redis) taskset -c 0 redis-server --port $PORT --bind 127.0.0.1 --save "" --appendonly no --dir "$D" >/dev/null 2>&1 & ;;
   esac
   PID=$!

@@ -20,6 +20,8 @@ func (s *Server) replSnapshot(ctx context.Context, w io.Writer, onCut func()) (i
 // for the swap of pointers only). On error the current dataset stays.
 func (s *Server) replLoad(r io.Reader, commit func()) (int64, error) {
 	fresh := shard.NewStore(len(s.store.Shards()), s.store.DBNum())
+	// disable-thp holds for the synced data as for the store it replaces.
+	fresh.AdviseHugePages(s.limits.Load().HugePages)
 	st, err := s.loadSyncPayload(fresh, r) // repl_sync.go: RDB, compressed RDB or parallel native
 	if err != nil {
 		fresh.Release()

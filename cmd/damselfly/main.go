@@ -72,7 +72,7 @@ type cli struct {
 	AOF              aofFlags         `embed:""`
 	TLS              tlsFlags         `embed:""`
 	ClusterMode      string           `name:"cluster-mode" help:"Redis Cluster protocol: no, yes (topology pushed by a control plane with CLUSTERX, as kvrocks-controller does) or emulated (one node owning every slot)." default:"no" enum:"no,yes,emulated" env:"DAMSELFLY_CLUSTER_MODE"`
-	DisableTHP       bool             `name:"disable-thp" help:"Use no transparent huge pages (as Redis's disable-thp yes); --no-disable-thp asks for them on the keyspace's memory and big lists, which pays on some hosts and costs on others (BENCHMARKS.md, thp)." default:"true" negatable:"" env:"DAMSELFLY_DISABLE_THP"`
+	DisableTHP       yesno            `name:"disable-thp" help:"yes: use no transparent huge pages (Redis's default); no: ask for them on the keyspace's memory and big lists, which pays on some hosts and costs on others (BENCHMARKS.md, thp)." default:"yes" env:"DAMSELFLY_DISABLE_THP"`
 	EventLoop        string           `name:"event-loop" help:"Event loops: auto (the default: io_uring where the kernel allows it, else epoll), epoll, or io_uring." default:"auto" enum:"auto,epoll,io_uring" env:"DAMSELFLY_EVENT_LOOP"`
 	Healthcheck      bool             `help:"Send PING to the server on 127.0.0.1:--port and exit 0 on PONG (for container health checks)."`
 	// ACL
@@ -149,7 +149,7 @@ func main() {
 		DBFormat: c.Dbformat, DBCompression: c.Dbcompression, DBCompressionLevel: c.DbcompressionLvl,
 		TLS:                    c.TLS.config(),
 		EventLoop:              c.EventLoop,
-		HugePages:              !c.DisableTHP,
+		HugePages:              !bool(c.DisableTHP),
 		SnapshotMaxExtraMemory: int64(c.SnapMaxExtra),
 	}
 	cfg.UnixSocketPerm, _ = server.ParseUnixSocketPerm(c.Unixsocketperm) // checked by validate

@@ -34,7 +34,7 @@ func hugePageAdvised(t *testing.T, pid int) int {
 // TestDisableTHP: disable-thp is Redis's (yes by default, CONFIG GET
 // reports it, CONFIG SET refuses it as immutable); with yes the keyspace's
 // memory is advised no huge pages, with no (from the config file or
-// --no-disable-thp) its slab arenas are.
+// --disable-thp no) its slab arenas are.
 func TestDisableTHP(t *testing.T) {
 	bin := buildBinary(t)
 	ctx := context.Background()
@@ -60,7 +60,7 @@ func TestDisableTHP(t *testing.T) {
 	if err := os.WriteFile(conf, []byte("disable-thp no\nsave \"\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []*proc{startConfProc(t, bin, conf, t.TempDir()), start(t, bin, t.TempDir(), "--save", "", "--no-disable-thp")} {
+	for _, p := range []*proc{startConfProc(t, bin, conf, t.TempDir()), start(t, bin, t.TempDir(), "--save", "", "--disable-thp", "no")} {
 		fill(p)
 		if v := p.rc.ConfigGet(ctx, "disable-thp").Val()["disable-thp"]; v != "no" {
 			t.Fatalf("%v: disable-thp %q", p.cmd.Args, v)

@@ -327,7 +327,8 @@ const hugePage = 2 << 20
 // walk. Whether that pays depends on the host: on one VM it sped up a
 // snapshot's traversal, on another (KVM, Linux 6.18) each 2 MiB fault cost
 // about 3 ms: SETs of 2M new keys took up to 40% more CPU (7 runs of 8;
-// 1M new keys: no difference), with no gain on reads or saves (BENCHMARKS.md, "thp"). So it is Redis's disable-thp, default yes.
+// 1M new keys: no difference), with no gain on reads or saves
+// (BENCHMARKS.md, "thp"). So it is Redis's disable-thp, default yes.
 func (s *Slab) mapArena() []byte {
 	size := PageSize * arenaPages
 	raw, err := syscall.Mmap(-1, 0, size+hugePage, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
