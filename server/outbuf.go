@@ -13,6 +13,9 @@ import (
 // where the next big reply of any client finds it warm instead of zeroing
 // and page-faulting a new one. The pool is a sync.Pool, so the garbage
 // collector empties it when big replies stop: an idle server holds none.
+// With maxmemory set there is no pool: used_memory counts the Go heap, and
+// idle pooled buffers would count as data and make the server evict for
+// them.
 //
 // Invariant: a buffer goes to the pool only once nothing refers to it any
 // more: every byte written (the socket's write returned, or io_uring's send
@@ -65,6 +68,8 @@ func (p *outPool) put(b []byte) {
 // doubles: append grows a big slice by only 1.25x, so a reply built from
 // many bulks would copy and zero about four times its size on the way up
 // instead of once. Past reuseOutBytes the new buffer comes from the pool.
+// Bulks and raw replies reserve (they make big replies); the small
+// headers and simple replies append as they are.
 func (c *Client) reserve(n int) {
 	need := len(c.out) + n
 	if need <= cap(c.out) {
@@ -72,21 +77,33 @@ func (c *Client) reserve(n int) {
 	}
 	size := max(2*cap(c.out), need, 512)
 	var grown []byte
-	if size > reuseOutBytes {
+	if size > reuseOutBytes && c.poolsOutput() {
 		grown = c.srv.bigOut.get(size)[:len(c.out)]
 	} else {
 		grown = make([]byte, len(c.out), size)
 	}
 	copy(grown, c.out)
-	c.srv.bigOut.put(c.out)
+	c.releaseOut()
 	c.out = grown
+}
+
+// poolsOutput reports whether big output buffers go through the pool (not
+// with maxmemory: see above).
+func (c *Client) poolsOutput() bool { return c.srv.cfg.maxMemory.Load() == 0 }
+
+// releaseOut gives c.out to the pool if it is a pooled size; the caller
+// then stops using it (nothing else may refer to it).
+func (c *Client) releaseOut() {
+	if c.poolsOutput() {
+		c.srv.bigOut.put(c.out)
+	}
 }
 
 // resetOut empties c.out after it was written.
 func (c *Client) resetOut() {
 	c.obufSoftSince = 0 // all written: no longer over the soft output limit
 	if n := cap(c.out); n > keepOutBytes && (n > reuseOutBytes || len(c.out) < n/4) {
-		c.srv.bigOut.put(c.out)
+		c.releaseOut()
 		c.out = nil
 	} else {
 		c.out = c.out[:0]

@@ -35,6 +35,29 @@ func TestOutPoolClasses(t *testing.T) {
 	p.put(make([]byte, 128<<20))
 }
 
+// TestNoOutputPoolWithMaxmemory: with maxmemory set, big replies' buffers
+// are not pooled (idle pooled buffers would count in used_memory as data).
+func TestNoOutputPoolWithMaxmemory(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.MaxMemory = 1 << 30 })
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), Protocol: 2})
+	defer rdb.Close()
+	ctx := context.Background()
+	big := strings.Repeat("v", 5<<20)
+	if err := rdb.Set(ctx, "big", big, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if v, err := rdb.Get(ctx, "big").Result(); err != nil || v != big {
+			t.Fatalf("GET big: %d bytes, %v", len(v), err)
+		}
+	}
+	for i := range s.bigOut.class {
+		if b := s.bigOut.class[i].Get(); b != nil {
+			t.Fatalf("class %d MiB holds a buffer with maxmemory set", 2<<i)
+		}
+	}
+}
+
 // TestBigRepliesFromPooledBuffers has several clients at once read big
 // replies built in pooled buffers (LRANGE of long lists, RPOP with a
 // count, GET of big strings, each key's content its own), while the

@@ -386,8 +386,9 @@ func (c *Client) flushToQueue() {
 	if len(c.out) == 0 || c.sess.outq == nil {
 		return
 	}
-	c.sess.outq.push(c, c.out)
+	c.sess.outq.push(c, c.out) // copies
 	if cap(c.out) > keepOutBytes {
+		c.releaseOut()
 		c.out = nil
 	} else {
 		c.out = c.out[:0]
