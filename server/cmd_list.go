@@ -61,8 +61,8 @@ func pushGeneric(c *Client, args [][]byte, left, onlyExisting bool) {
 		w := sh.DB(c.db).Modify(&e)
 		n = pushTo(e.Obj().(*types.List), w, left, c.lim(), args[2:])
 	}
+	c.int(int64(n)) // before the event, as in Redis (a RESP3 client subscribed to its own keys sees the order)
 	c.notify(kseList, pushEvent(left), key)
-	c.int(int64(n))
 }
 
 func pushTo(l *types.List, w types.W, left bool, lim *types.Limits, vs [][]byte) int {

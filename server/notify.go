@@ -230,8 +230,10 @@ func (s *Server) kseDrain(from *Client) {
 		k.recycle(batch, keys)
 		return
 	}
-	// A subscribed client (RESP3) receives its own events before the reply
-	// of the command that raised them: set that reply aside meanwhile.
+	// A subscribed client (RESP3) receives its own events where the command
+	// raised them, as in Redis: before SET's +OK, after the element LPOP
+	// replies first. What the command wrote after its first event waits
+	// aside meanwhile.
 	var tail []byte
 	mark := -1
 	if from != nil && from.sess.outq != nil && from.kseMark > 0 && from.kseMark-1 <= len(from.out) {

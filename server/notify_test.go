@@ -138,6 +138,43 @@ func TestKeyspaceEventsOwnRESP3(t *testing.T) {
 	}
 }
 
+// TestKeyspaceEventsOwnOrderAgainstRedis: a RESP3 client subscribed to its
+// own keys gets the same bytes, pushes and replies in the same order, as
+// from redis-server 7.0, for commands that notify before they reply (SET,
+// RPUSH) and after (LPOP, RPOP with a count, LMPOP).
+func TestKeyspaceEventsOwnOrderAgainstRedis(t *testing.T) {
+	redisAddr := startRedis(t)
+	s := startServer(t)
+	run := func(addr string) string {
+		r := dialAddr(t, addr)
+		var out strings.Builder
+		for _, cmd := range [][]string{
+			{"CONFIG", "SET", "notify-keyspace-events", "KEA"},
+			{"HELLO", "3"},
+			{"SUBSCRIBE", "__keyspace@0__:k", "__keyspace@0__:l"},
+		} {
+			r.do(cmd...)
+			r.reply()
+		}
+		r.reply() // the second channel's subscribe confirmation
+		for _, cmd := range [][]string{
+			{"SET", "k", "v"}, {"RPUSH", "l", "a", "b", "c", "d"}, {"LPOP", "l"},
+			{"RPOP", "l", "2"}, {"LMPOP", "1", "l", "LEFT"}, {"PING"},
+		} {
+			r.do(cmd...)
+		}
+		// Everything the server sent, in order, up to PING's reply.
+		for got := ""; got != "+PONG"; {
+			got = strings.Join(r.reply(), " ")
+			fmt.Fprintf(&out, "%s\n", got)
+		}
+		return out.String()
+	}
+	if got, want := run(s.Addr()), run(redisAddr); got != want {
+		t.Fatalf("Damselfly:\n%s\nredis-server:\n%s", got, want)
+	}
+}
+
 // TestKeyspaceEventsConcurrent: writers on many connections and shards,
 // one subscriber; every event arrives once (run with -race).
 func TestKeyspaceEventsConcurrent(t *testing.T) {
