@@ -138,6 +138,7 @@ func TestBgsave(t *testing.T) {
 	rc := newClient(t, s)
 	ctx := context.Background()
 	rc.Do(ctx, "DEBUG", "POPULATE", 300000)
+	rc.ConfigSet(ctx, "rdbcompression", "no") // a save long enough to overlap the next commands
 	if v := rc.Do(ctx, "BGSAVE").Val(); v != "Background saving started" {
 		t.Fatalf("BGSAVE: %v", v)
 	}

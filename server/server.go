@@ -321,6 +321,7 @@ func New(cfg Config) *Server {
 	s.cfg.queryBufLimit.Store(defaultQueryBufferLimit)
 	s.cfg.protectedMode.Store(cfg.ProtectedMode)
 	s.cfg.rdbIncFsync.Store(true)
+	s.cfg.rdbCompression.Store(true) // Redis's default: LZF (snapshot/rdb/lzfc.go)
 	s.cfg.params = map[string]string{"masterauth": cfg.MasterAuth, "masteruser": cfg.MasterUser}
 	s.persist.init(s.started)
 	s.initDBFormat(cfg)

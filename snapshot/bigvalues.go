@@ -348,11 +348,7 @@ func (s *serializer) encodeBig() {
 			it.mu.Unlock()
 			continue
 		}
-		n := 0
-		if it.typ == shard.TypeString && !s.r.limits.NoCompression { // (it.obj changes under it.mu)
-			n = int(it.charge) // a string's record: no regrowth, no copy
-		}
-		buf.b = s.r.getBuf(n)
+		buf.b = s.r.getBuf(0)
 		ref, spare, err := s.encodeItem(it, &buf, rw)
 		if spare != nil {
 			s.r.mem.addSpare(spare)
@@ -403,8 +399,11 @@ func (s *serializer) encodeItem(it *bigItem, buf *appendBuffer, rw *rdb.Writer) 
 		err = rw.MCFlags(it.flags)
 	}
 	// (A big chunk may hold a short value after an overwrite in place:
-	// one of up to 11 bytes may take the integer encoding.)
-	if err == nil && it.obj == nil && s.r.limits.NoCompression && len(it.val) > 11 {
+	// one of up to 11 bytes may take the integer encoding.) Big strings
+	// are written raw even with rdbcompression: compressing one takes
+	// milliseconds per MB with it.mu held, and an overwrite of the key
+	// (Overwritten, shard locked) would wait for it.
+	if err == nil && it.obj == nil && len(it.val) > 11 {
 		if err = rw.Flush(); err == nil {
 			buf.b = rdb.AppendStringHead(buf.b, it.key, len(it.val), it.exp)
 			return len(it.val), nil, nil

@@ -407,6 +407,30 @@ func TestBigValuesInRedis(t *testing.T) {
 	for i := 0; i < 1000; i++ {
 		put(st, i%3, fmt.Sprint("small", i), shard.Value{Type: shard.TypeString, Str: []byte(strings.Repeat("v", i%100))})
 	}
+	// Values our LZF compressor meets in every shape: runs, repeats at
+	// near and far distances, random spans, text, long and short.
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := 0; i < 2000; i++ {
+		v := make([]byte, 0, 20000)
+		for n := 21 + rng.IntN([]int{100, 1000, 20000}[i%3]); len(v) < n; {
+			switch run := 1 + rng.IntN(300); rng.IntN(4) {
+			case 0:
+				if len(v) > 0 {
+					from := rng.IntN(len(v))
+					v = append(v, v[from:min(len(v), from+run)]...)
+				}
+			case 1:
+				v = append(v, bytes.Repeat([]byte{byte(rng.IntN(3))}, run)...)
+			case 2:
+				v = append(v, strings.Repeat("lorem ipsum ", run/12+1)...)
+			default:
+				for k := 0; k < run; k++ {
+					v = append(v, byte(rng.Uint32()))
+				}
+			}
+		}
+		put(st, i%3, fmt.Sprint("mixed", i), shard.Value{Type: shard.TypeString, Str: v})
+	}
 	want := contents(st, time.Now().UnixMilli(), true)
 	for _, compress := range []bool{false, true} {
 		t.Run(fmt.Sprint("lzf=", compress), func(t *testing.T) {

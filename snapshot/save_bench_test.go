@@ -26,13 +26,21 @@ func stringStore(n int) *shard.Store {
 
 // BenchmarkSaveStrings is a foreground save (no pacing, no writers) of
 // 200,000 keys x 100 B, per key: the traversal, the encoding and the
-// output (to io.Discard), RDB and native S2.
+// output (to io.Discard), RDB (LZF off and on) and native S2.
 func BenchmarkSaveStrings(b *testing.B) {
 	const n = 200000
 	st := stringStore(n)
 	b.Run("rdb", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := Write(context.Background(), st, io.Discard, Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/key")
+	})
+	b.Run("rdb-lzf", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Write(context.Background(), st, io.Discard, Options{Compress: true}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -3,8 +3,6 @@ package rdb
 import (
 	"encoding/binary"
 	"math"
-
-	"github.com/hdt3213/rdb/lzf"
 )
 
 // String key records (the bulk of most dumps) encoded with one append into
@@ -15,25 +13,26 @@ import (
 // appends after it.
 
 // AppendString appends the record of a string key (the expiry opcode when
-// expireAtMs > 0, the type, the key and the value) to dst. compress is
-// rdbcompression: LZF for strings over 20 bytes when it saves 4 bytes.
-func AppendString(dst, key, val []byte, expireAtMs int64, compress bool) []byte {
+// expireAtMs > 0, the type, the key and the value) to dst. z is the
+// caller's compressor with rdbcompression (LZF for strings over 20 bytes
+// when it saves 4 bytes), nil without.
+func AppendString(dst, key, val []byte, expireAtMs int64, z *LZF) []byte {
 	if expireAtMs > 0 {
 		dst = append(dst, opExpireTimeMs)
 		dst = binary.LittleEndian.AppendUint64(dst, uint64(expireAtMs))
 	}
 	dst = append(dst, typeString)
-	dst = appendRDBString(dst, key, compress)
-	return appendRDBString(dst, val, compress)
+	dst = appendRDBString(dst, key, z)
+	return appendRDBString(dst, val, z)
 }
 
 // appendRDBString appends s like rdbSaveRawString: integer encoded when
 // short and canonical, else as a blob (appendBlob).
-func appendRDBString(dst, s []byte, compress bool) []byte {
+func appendRDBString(dst, s []byte, z *LZF) []byte {
 	if b, ok := appendIntString(dst, s); ok {
 		return b
 	}
-	return appendBlob(dst, s, compress)
+	return appendBlob(dst, s, z)
 }
 
 // appendIntString appends the integer encoding of s when s is the canonical
@@ -58,10 +57,10 @@ func appendIntString(dst, s []byte) ([]byte, bool) {
 }
 
 // appendBlob appends s as a length-prefixed string, LZF compressed when
-// compress is set, s is over 20 bytes and that saves at least 4 bytes.
-func appendBlob(dst, s []byte, compress bool) []byte {
-	if compress && len(s) > 20 {
-		if out, err := lzf.Compress(s); err == nil && len(out) > 0 && len(out) <= len(s)-4 {
+// z is set, s is over 20 bytes and that saves at least 4 bytes.
+func appendBlob(dst, s []byte, z *LZF) []byte {
+	if z != nil && len(s) > 20 {
+		if out, ok := z.compress(s); ok {
 			dst = append(dst, 0xc0|encLZF)
 			dst = appendLength(dst, uint64(len(out)))
 			dst = appendLength(dst, uint64(len(s)))
@@ -85,6 +84,6 @@ func AppendStringHead(dst, key []byte, valLen int, expireAtMs int64) []byte {
 		dst = binary.LittleEndian.AppendUint64(dst, uint64(expireAtMs))
 	}
 	dst = append(dst, typeString)
-	dst = appendRDBString(dst, key, false)
+	dst = appendRDBString(dst, key, nil)
 	return appendLength(dst, uint64(valLen))
 }

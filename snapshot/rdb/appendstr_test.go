@@ -16,6 +16,7 @@ func TestAppendStringMatchesWriter(t *testing.T) {
 		"2147483647", "-2147483648", "2147483648", "-2147483649", "007", "+5", " 5", "12345678901",
 		"key:1", strings.Repeat("a", 20), strings.Repeat("a", 21), strings.Repeat("ab", 100),
 		"\x00\xff\x10 random bytes 1234567890 qwertyuiop", strings.Repeat("x", 70000)}
+	var lzfs LZF
 	for _, compress := range []bool{false, true} {
 		for _, exp := range []int64{0, -5, 1700000000123} {
 			for _, k := range strs {
@@ -27,7 +28,11 @@ func TestAppendStringMatchesWriter(t *testing.T) {
 						t.Fatal(err)
 					}
 					w.Flush()
-					got := AppendString([]byte("prefix"), []byte(k), []byte(v), exp, compress)
+					var z *LZF
+					if compress {
+						z = &lzfs // one compressor for every record, as a serializer
+					}
+					got := AppendString([]byte("prefix"), []byte(k), []byte(v), exp, z)
 					if !bytes.Equal(got[len("prefix"):], buf.Bytes()) {
 						t.Fatalf("compress=%v exp=%d key %q value %q:\n got %x\nwant %x", compress, exp, k, v, got[6:], buf.Bytes())
 					}
@@ -86,7 +91,7 @@ func BenchmarkStringRecord(b *testing.B) {
 		dst := make([]byte, 0, 128<<10)
 		i := 0
 		for b.Loop() {
-			dst = AppendString(dst, keys[i&1023], val, 0, false)
+			dst = AppendString(dst, keys[i&1023], val, 0, nil)
 			if i++; i&1023 == 0 {
 				dst = dst[:0]
 			}

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/damselflydb/damselfly/listpack"
-	"github.com/hdt3213/rdb/lzf"
 )
 
 // Limits are the thresholds that choose the compact encodings, named after
@@ -113,7 +112,7 @@ type Writer struct {
 	scratch   []byte
 	mcScratch []byte
 	lp        listpack.Builder
-	zbuf      []byte // lzf output
+	lzf       LZF // rdbcompression (unless lim.NoCompression)
 }
 
 // NewWriter returns a Writer of RDB version (0 = DefaultVersion; 10, 11 and
@@ -222,7 +221,7 @@ func (w *Writer) writeString(s []byte) {
 // writeBlob writes s without trying the integer encoding.
 func (w *Writer) writeBlob(s []byte) {
 	if !w.lim.NoCompression && len(s) > 20 {
-		if out, err := lzf.Compress(s); err == nil && len(out) > 0 && len(out) <= len(s)-4 {
+		if out, ok := w.lzf.compress(s); ok {
 			b := append(w.scratch[:0], 0xc0|encLZF)
 			b = appendLength(b, uint64(len(out)))
 			b = appendLength(b, uint64(len(s)))
