@@ -7,6 +7,11 @@ package server
 // before the flush, and inside MULTI/EXEC the dump holds exactly the
 // transaction's writes queued before BGSAVE.
 //
+// Before the cut the save may prepare a warm reserve of big chunks
+// (snapshot/reserve.go: tens of ms when the store holds values of MBs), so
+// BGSAVE runs off the event loops (x-detach): only its own connection
+// waits. Inside EXEC, whose locks the command holds, there is none.
+//
 // The command must not wait for the store's snapshot slot while holding
 // shards (another snapshot, an AOF rewrite or a full sync, needs them to
 // finish), so it takes the slot without waiting and hands it to the save;
@@ -16,7 +21,14 @@ package server
 // cutInCommand carries the cut from the save goroutine to the command.
 type cutInCommand struct {
 	req chan func()
+	// inTx: the command runs inside EXEC, holding its transaction's shard
+	// locks while it waits for the save goroutine, which therefore must
+	// not lock shards before the cut (no warm reserve, snapshot.Options).
+	inTx bool
 }
+
+// locked reports whether the command holds shard locks while it waits.
+func (ci *cutInCommand) locked() bool { return ci != nil && ci.inTx }
 
 // runner is the snapshot.Options.RunCut of a save whose cut the command
 // runs (nil: the save locks the shards itself).
@@ -42,7 +54,7 @@ func (c *Client) startBgsaveHere(reason string) error {
 		s.store.ReleaseSnapshot()
 		return err
 	}
-	ci := &cutInCommand{req: make(chan func())}
+	ci := &cutInCommand{req: make(chan func()), inTx: c.sess.held != nil}
 	ended := make(chan struct{})
 	s.wg.Add(1)
 	go func() {

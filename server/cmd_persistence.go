@@ -81,7 +81,7 @@ func (p *persistence) init(now time.Time) {
 
 func registerPersistence(reg registrar) {
 	reg("save", 1, "admin|noscript|no_async_loading|no_multi|x-detach", 0, 0, 0, "server", cmdSave)
-	reg("bgsave", -1, "admin|noscript|no_async_loading", 0, 0, 0, "server", cmdBgsave)
+	reg("bgsave", -1, "admin|noscript|no_async_loading|x-detach", 0, 0, 0, "server", cmdBgsave)
 	reg("lastsave", 1, "fast|x-no-data", 0, 0, 0, "server", func(c *Client, a [][]byte) { c.int(c.srv.persist.lastSave.Load()) })
 }
 
@@ -171,6 +171,7 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 			KeyDelay:       s.keySaveDelay,
 			RunCut:         cut.runner(),
 			SlotHeld:       cut != nil,
+			NoReserve:      cut.locked(),
 			// FUNCTION libraries, as Redis stores them (function.go).
 			Functions: s.functionCodes,
 		})
@@ -202,7 +203,8 @@ func (s *Server) saveRDB(ctx context.Context, reason string, prog *snapshot.Prog
 	s.log.Info("DB saved on disk", "reason", reason, "file", path, "keys", stats.Keys, "bytes", stats.Bytes,
 		"seconds", round3(stats.Duration.Seconds()), "MB/s", mbps(stats.Bytes, stats.Duration),
 		"in_flight_peak_MiB", round3(float64(stats.InFlightPeak)/(1<<20)),
-		"spares_kept", stats.SparesKept, "spares_reused", stats.SparesReused, "writer_waits", saveWaits(stats))
+		"spares_kept", stats.SparesKept, "spares_reused", stats.SparesReused,
+		"reserve", stats.Reserve, "reserve_ms", round3(float64(stats.ReserveTime)/1e6), "writer_waits", saveWaits(stats))
 	return nil
 }
 

@@ -53,7 +53,7 @@ func (s *Server) saveNative(ctx context.Context, path string, prog *snapshot.Pro
 	f := s.persist.format
 	return snapshot.SaveNative(ctx, s.store, path, snapshot.NativeOptions{
 		Options: snapshot.Options{OnCut: onCut, Progress: prog, Pace: pace, Busy: s.snapshotBusy(), Wanted: s.snapshotWanted(), MaxExtraMemory: f.maxExtra, Gate: s.saveGate(), Functions: s.functionCodes,
-			KeyDelay: s.keySaveDelay, RunCut: cut.runner(), SlotHeld: cut != nil},
+			KeyDelay: s.keySaveDelay, RunCut: cut.runner(), SlotHeld: cut != nil, NoReserve: cut.locked()},
 		Codec: f.codec, Level: f.level, Dirs: s.stripeDirs(),
 		SyncWindow: s.saveSyncWindow(),
 	})

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,8 +126,10 @@ func TestSnapshotCutUnderEveryWrite(t *testing.T) {
 
 // TestBgsaveCutsWhenItRuns: the dump holds the dataset at the instant
 // BGSAVE ran, as with Redis's fork, even when the next commands overwrite
-// or flush everything while the save is still writing; inside MULTI/EXEC,
-// exactly the writes queued before BGSAVE.
+// or flush everything while the save is still writing, and when the
+// commands after it come in the same pipeline while it prepares a warm
+// reserve for its big value (snapshot/reserve.go, off the event loop);
+// inside MULTI/EXEC, exactly the writes queued before BGSAVE.
 func TestBgsaveCutsWhenItRuns(t *testing.T) {
 	dir := t.TempDir()
 	s := startServer(t, func(c *Config) { c.Dir = dir })
@@ -152,25 +156,38 @@ func TestBgsaveCutsWhenItRuns(t *testing.T) {
 		return newClient(t, fresh)
 	}
 
-	rdb.Set(ctx, "k", "1", 0)
-	if err := rdb.BgSave(ctx).Err(); err != nil {
-		t.Fatal(err)
+	rdb.Set(ctx, "bigval", strings.Repeat("b", 3<<20), 0)
+	cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "k", "1", 0)
+		p.BgSave(ctx)
+		p.Set(ctx, "k", "2", 0)
+		p.Set(ctx, "bigval", "small now", 0)
+		p.Set(ctx, "after", "x", 0)
+		p.FlushAll(ctx)
+		return nil
+	})
+	if err != nil || cmds[1].(*redis.StatusCmd).Val() != "Background saving started" {
+		t.Fatalf("pipeline: %v %v", err, cmds)
 	}
-	rdb.Set(ctx, "k", "2", 0)
-	rdb.Set(ctx, "after", "x", 0)
-	rdb.FlushAll(ctx)
 	wait()
+	if st := s.persist.lastStats.Load(); st == nil || st.Reserve != 1 {
+		t.Errorf("stats %+v: want a reserve of one chunk for the big value", st)
+	}
 	fc := loaded()
 	if got := fc.Get(ctx, "k").Val(); got != "1" {
 		t.Errorf("k in the dump: %q, want the value when BGSAVE ran", got)
 	}
-	if n := fc.DBSize(ctx).Val(); n != 2001 {
-		t.Errorf("the dump holds %d keys, want 2001 (the flush came after BGSAVE)", n)
+	if n := fc.DBSize(ctx).Val(); n != 2002 {
+		t.Errorf("the dump holds %d keys, want 2002 (the flush came after BGSAVE)", n)
+	}
+	if got := fc.StrLen(ctx, "bigval").Val(); got != 3<<20 {
+		t.Errorf("bigval in the dump has %d bytes, want its value when BGSAVE ran", got)
 	}
 
 	rdb.Do(ctx, "DEBUG", "POPULATE", 2000, "pop", 10)
+	rdb.Set(ctx, "bigval", strings.Repeat("b", 3<<20), 0)
 	rdb.ConfigSet(ctx, "rdb-key-save-delay", "1000")
-	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, "m", "1", 0)
 		p.BgSave(ctx)
 		p.Set(ctx, "m", "2", 0)
@@ -187,5 +204,44 @@ func TestBgsaveCutsWhenItRuns(t *testing.T) {
 	}
 	if fc.Exists(ctx, "pop:1").Val() != 1 {
 		t.Error("a DEL queued after BGSAVE reached the dump")
+	}
+	if st := s.persist.lastStats.Load(); st == nil || st.Reserve != 0 {
+		t.Errorf("stats %+v: inside EXEC there is no reserve", st)
+	}
+}
+
+// TestBgsaveClientGoneBeforeReply: a client that sends BGSAVE and closes
+// at once, while the save prepares its warm reserve off the event loop,
+// still gets its save, and the server goes on.
+func TestBgsaveClientGoneBeforeReply(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.Dir = t.TempDir() })
+	ctx := context.Background()
+	rc := newClient(t, s)
+	for i := range 8 {
+		rc.Set(ctx, fmt.Sprint("big", i), strings.Repeat("x", 4<<20), 0)
+	}
+	nc, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Write([]byte("BGSAVE\r\n"))
+	nc.Close()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		info := rc.Info(ctx, "persistence").Val()
+		if strings.Contains(info, "rdb_bgsave_in_progress:0") && strings.Contains(info, "rdb_saves:1") {
+			if !strings.Contains(info, "rdb_last_bgsave_status:ok") {
+				t.Fatalf("save failed:\n%s", info)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no save:\n%s", info)
+		}
+	}
+	if st := s.persist.lastStats.Load(); st.Reserve == 0 {
+		t.Errorf("no reserve for 4 MB values: %+v", st)
+	}
+	if err := rc.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -194,3 +194,14 @@ func (d *DB) allocOverwrite(size int) (dash.Ref, []byte) {
 	}
 	return d.slab.Alloc(size)
 }
+
+// LargeSizes calls fn with each length of the shard's live large chunks
+// (strings over slab.MaxSmall bytes) and their count, per database: a
+// length may come more than once (shard locked).
+func (sh *Shard) LargeSizes(fn func(size, count int)) {
+	for _, d := range sh.dbs {
+		if d != nil {
+			d.slab.LargeSizes(fn)
+		}
+	}
+}

@@ -250,6 +250,16 @@ func (b *budget) addSpare(chunk []byte) {
 	b.kept++
 }
 
+// addReserve adds a chunk of the warm reserve (reserve.go) to the spares;
+// the caller keeps the reserve within the limit.
+func (b *budget) addReserve(chunk []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.spareBytes += int64(cap(chunk))
+	b.spares = append(b.spares, chunk)
+	b.peak = max(b.peak, b.used+b.spareBytes)
+}
+
 // spare takes a kept chunk of exactly n bytes (capacity at most an eighth
 // over), or returns nil.
 func (b *budget) spare(n int) []byte {

@@ -319,6 +319,7 @@ func writeNative(ctx context.Context, st *shard.Store, ws []io.Writer, opt Nativ
 	}
 	stats := Stats{Keys: r.keys.Load(), Paused: time.Duration(r.paused.Load()), InFlightPeak: r.mem.maxUsed()}
 	stats.SparesKept, stats.SparesReused = r.mem.spareCounts()
+	stats.Reserve, stats.ReserveTime = r.reserved, r.reserveTime
 	if opt.Gate != nil {
 		opt.Gate.open() // every serializer is done: count the last waits
 	}

@@ -128,6 +128,10 @@ type Options struct {
 	// SlotHeld: the caller holds the store's snapshot slot
 	// (TryAcquireSnapshot) and releases it after Write returns.
 	SlotHeld bool
+	// NoReserve skips the warm reserve (reserve.go): for a RunCut whose
+	// caller holds shard locks while it waits (BGSAVE inside EXEC), which
+	// reading the shards' counts would wait for.
+	NoReserve bool
 	// MaxExtraMemory bounds the encoded bytes a save holds in flight
 	// (budget.go; 0 = DefaultMaxExtraMemory): past it, serializers and the
 	// writes that reach keys not yet saved wait for the output.
@@ -160,6 +164,11 @@ type Stats struct {
 	// strings the save kept once written, and those an overwrite then took
 	// instead of a new chunk (budget.addSpare, shard.ChunkRecycler).
 	SparesKept, SparesReused int64
+	// Reserve is how many warm chunks the save prepared before its cut,
+	// and ReserveTime what that took (reserve.go); overwrites that took
+	// one count in SparesReused.
+	Reserve     int64
+	ReserveTime time.Duration
 	// What a Write cost writers (waits.go): the longest pre-change hook
 	// run that captured a bucket (the writer, and every client of its
 	// shard, waited that long), the number and total time of such runs,
@@ -234,21 +243,24 @@ func (r *run) writeChunk(out *rdb.Writer, c chunk, scratch *[]byte) error {
 
 // run is one Write in progress.
 type run struct {
-	version  int
-	cutMs    int64
-	queue    chan chunk
-	abort    chan struct{} // closed when the writer gives up
-	bufs     bufPool       // written chunk buffers for reuse
-	once     sync.Once
-	errMu    sync.Mutex
-	err      error
-	keys     *atomic.Int64
-	limits   rdb.Limits
-	pace     int
-	busy     func() bool
-	wanted   func() bool // Options.Wanted, or Busy without it
-	keyDelay func() time.Duration
-	paused   atomic.Int64 // ns the serializers paused for clients
+	// reserved and reserveTime: the warm reserve (reserve.go).
+	reserved    int64
+	reserveTime time.Duration
+	version     int
+	cutMs       int64
+	queue       chan chunk
+	abort       chan struct{} // closed when the writer gives up
+	bufs        bufPool       // written chunk buffers for reuse
+	once        sync.Once
+	errMu       sync.Mutex
+	err         error
+	keys        *atomic.Int64
+	limits      rdb.Limits
+	pace        int
+	busy        func() bool
+	wanted      func() bool // Options.Wanted, or Busy without it
+	keyDelay    func() time.Duration
+	paused      atomic.Int64 // ns the serializers paused for clients
 	// perShard gives every serializer a queue of its own (native format:
 	// one output per shard) instead of the shared queue.
 	perShard bool
@@ -416,6 +428,7 @@ func Write(ctx context.Context, st *shard.Store, w io.Writer, opt Options) (Stat
 	stats := Stats{Keys: r.keys.Load(), Bytes: cw.n.Load(), Duration: time.Since(start), Paused: time.Duration(r.paused.Load()),
 		InFlightPeak: r.mem.maxUsed()}
 	stats.SparesKept, stats.SparesReused = r.mem.spareCounts()
+	stats.Reserve, stats.ReserveTime = r.reserved, r.reserveTime
 	if opt.Gate != nil {
 		opt.Gate.open() // every serializer is done: count the last waits
 	}
@@ -431,6 +444,9 @@ func (r *run) cut(st *shard.Store, opt Options, prog *Progress) (sers []*seriali
 	sers = make([]*serializer, len(shards))
 	keys = make([]uint64, st.DBNum())
 	expires = make([]uint64, st.DBNum())
+	if !opt.NoReserve {
+		r.prepareReserve(st) // reserve.go
+	}
 	cut := func() {
 		r.cutMs = time.Now().UnixMilli()
 		for i, sh := range shards {

@@ -16,6 +16,8 @@ func (s *Slab) GrowLarge(ref Ref, n int) ([]byte, bool) {
 	if p.class != -1 || n < old {
 		return nil, false
 	}
+	s.noteLarge(old, -1)
+	s.noteLarge(n, 1)
 	if n <= cap(p.mem) {
 		p.mem = p.mem[:n]
 		clear(p.mem[old:])

@@ -93,15 +93,16 @@ type page struct {
 // Slab allocates chunks for one shard.
 type Slab struct {
 	pages     []page
-	freePages []int32  // descriptors of released small pages (memory kept, DONTNEED'd)
-	freeDescs []int32  // descriptors without memory
-	partial   []int32  // per class: head of the list of pages with free chunks
-	inUse     int64    // bytes of chunks handed out (chunk sizes)
-	requested int64    // bytes asked for
-	mapped    int64    // bytes of pages and large chunks held
-	arenas    [][]byte // unused tail of the newest arena
-	maps      [][]byte // every mapping, for Release
-	hugePages bool     // advise transparent huge pages on new arenas
+	freePages []int32     // descriptors of released small pages (memory kept, DONTNEED'd)
+	freeDescs []int32     // descriptors without memory
+	partial   []int32     // per class: head of the list of pages with free chunks
+	inUse     int64       // bytes of chunks handed out (chunk sizes)
+	requested int64       // bytes asked for
+	mapped    int64       // bytes of pages and large chunks held
+	arenas    [][]byte    // unused tail of the newest arena
+	maps      [][]byte    // every mapping, for Release
+	hugePages bool        // advise transparent huge pages on new arenas
+	large     map[int]int // live large chunks by length (large.go)
 }
 
 // New returns an empty slab; hugePages asks for transparent huge pages on
@@ -122,6 +123,7 @@ func (s *Slab) Alloc(n int) (Ref, []byte) {
 		pi := s.newDescriptor()
 		p := &s.pages[pi]
 		p.mem = make([]byte, n)
+		s.noteLarge(n, 1)
 		p.class = -1
 		p.used = 1
 		s.inUse += int64(n)
@@ -166,6 +168,7 @@ func (s *Slab) AllocLarge(b []byte) (Ref, []byte) {
 	pi := s.newDescriptor()
 	p := &s.pages[pi]
 	p.mem = b
+	s.noteLarge(len(b), 1)
 	p.class = -1
 	p.used = 1
 	n := int64(len(b))
@@ -204,6 +207,7 @@ func (s *Slab) Free(ref Ref, requested int) {
 	if p.class == -1 {
 		s.inUse -= int64(len(p.mem))
 		s.mapped -= int64(len(p.mem))
+		s.noteLarge(len(p.mem), -1)
 		p.mem = nil
 		p.class = -2
 		s.freeDescs = append(s.freeDescs, pi)
