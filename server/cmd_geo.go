@@ -538,7 +538,7 @@ func (q *geoQuery) store(c *Client, pts []geoPoint, flags int) {
 	if flags&geoSearchCmd != 0 {
 		ev = "geosearchstore"
 	}
-	c.storeZMembers(q.storeKey, ms, ev)
+	c.storeZMembers(q.storeKey, ms, ev).raise(c) // before the reply, as Redis
 	c.int(int64(len(pts)))
 }
 

@@ -92,12 +92,12 @@ func hsetGeneric(c *Client, args [][]byte, hmset bool) {
 			added++
 		}
 	}
-	c.notify(kseHash, "hset", args[1])
 	if hmset {
 		c.ok()
 	} else {
 		c.int(int64(added))
 	}
+	c.notify(kseHash, "hset", args[1]) // after the reply, as Redis's hsetCommand
 }
 
 func cmdHSetNX(c *Client, args [][]byte) {
@@ -113,8 +113,8 @@ func cmdHSetNX(c *Client, args [][]byte) {
 	}
 	_, hs, w, _ := c.writeHash(sh, h, args[1], true)
 	hs.Set(w, args[2], args[3], c.lim())
-	c.notify(kseHash, "hset", args[1])
 	c.int(1)
+	c.notify(kseHash, "hset", args[1])
 }
 
 func cmdHGet(c *Client, args [][]byte) {
@@ -274,8 +274,8 @@ func cmdHIncrBy(c *Client, args [][]byte) {
 	_, hs, w, _ := c.writeHash(sh, h, args[1], true)
 	var buf [24]byte
 	hs.SetKeepTTL(w, args[2], strconv.AppendInt(buf[:0], n, 10), c.lim())
-	c.notify(kseHash, "hincrby", args[1])
 	c.int(n)
+	c.notify(kseHash, "hincrby", args[1])
 }
 
 func cmdHIncrByFloat(c *Client, args [][]byte) {
@@ -312,8 +312,8 @@ func cmdHIncrByFloat(c *Client, args [][]byte) {
 	val := appendLongDouble(nil, n)
 	_, hs, w, _ := c.writeHash(sh, h, args[1], true)
 	hs.SetKeepTTL(w, args[2], val, c.lim())
-	c.notify(kseHash, "hincrbyfloat", args[1])
 	c.bulk(val)
+	c.notify(kseHash, "hincrbyfloat", args[1])
 	// Replicas must not redo the float arithmetic.
 	c.rewrite([]byte("HSET"), args[1], args[2], val)
 	hincrbyfloatKeepTTL(c, hs, args[1], args[2], val) // cmd_hash_ttl.go

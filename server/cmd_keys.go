@@ -192,14 +192,14 @@ func cmdCopy(c *Client, args [][]byte) {
 		v := valueOf(&e, true)
 		dsh.DB(dstDB).Delete(&old)
 		dsh.DB(dstDB).Put(dh, dst, v)
-		c.srv.notifyDB(dstDB, kseGeneric, "copy_to", dst)
+		c.notifyDB(dstDB, kseGeneric, "copy_to", dst)
 		c.srv.signalIfBlockable(dstDB, dst, v.Type)
 		c.int(1)
 		return
 	}
 	v := valueOf(&e, true)
 	dsh.DB(dstDB).Put(dh, dst, v)
-	c.srv.notifyDB(dstDB, kseGeneric, "copy_to", dst)
+	c.notifyDB(dstDB, kseGeneric, "copy_to", dst)
 	c.srv.signalIfBlockable(dstDB, dst, v.Type)
 	c.int(1)
 }
@@ -233,7 +233,7 @@ func cmdMove(c *Client, args [][]byte) {
 	sh.DB(c.db).Forget(&e)
 	sh.DB(int(n)).Put(h, args[1], v)
 	c.notify(kseGeneric, "move_from", args[1])
-	c.srv.notifyDB(int(n), kseGeneric, "move_to", args[1])
+	c.notifyDB(int(n), kseGeneric, "move_to", args[1])
 	c.srv.signalIfBlockable(int(n), args[1], v.Type)
 	c.int(1)
 }
@@ -525,8 +525,8 @@ func expireGeneric(c *Client, args [][]byte, unit int64, absolute bool) {
 	// they apply it.
 	c.rewrite(append([][]byte{[]byte("PEXPIREAT"), args[1], strconv.AppendInt(nil, at, 10)}, args[3:]...)...)
 	sh.DB(c.db).SetExpireAt(&e, at)
+	c.int(1) // Redis's expireGenericCommand replies, then notifies
 	c.notify(kseGeneric, "expire", args[1])
-	c.int(1)
 }
 
 func ttlGeneric(c *Client, args [][]byte, unit int64, absolute bool) {

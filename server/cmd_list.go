@@ -245,8 +245,8 @@ func cmdLSet(c *Client, args [][]byte) {
 	}
 	w := sh.DB(c.db).Modify(&e)
 	l.Set(w, i, args[3], c.lim())
-	c.notify(kseList, "lset", args[1])
 	c.ok()
+	c.notify(kseList, "lset", args[1]) // after the reply, as Redis
 }
 
 func cmdLInsert(c *Client, args [][]byte) {
@@ -497,9 +497,10 @@ func (c *Client) lmoveLocked(src, dst []byte, from, to, first bool) bool {
 		pushTo(l, w, to, c.lim(), [][]byte{v})
 		c.putColl(dsh, dh, dst, shard.TypeList, l)
 	}
+	// Redis's order: the push's event, the reply, the pop's events.
 	c.notify(kseList, pushEvent(to), dst)
-	c.notifyPopped(src, from, srcList.Len() == 0 && string(src) != string(dst))
 	c.bulk(v)
+	c.notifyPopped(src, from, srcList.Len() == 0 && string(src) != string(dst))
 	return true
 }
 

@@ -179,15 +179,18 @@ func cmdSPop(c *Client, args [][]byte) {
 	w := sh.DB(c.db).Modify(&e)
 	ms := s.Pop(w, c.rand(), count)
 	c.notify(kseSet, "spop", args[1])
-	if s.Len() == 0 {
+	emptied := s.Len() == 0
+	if emptied {
 		sh.DB(c.db).Delete(&e)
-		c.notify(kseGeneric, "del", args[1])
 	}
 	if hasCount {
 		c.setHeader(len(ms))
 	}
 	for _, m := range ms {
 		c.bulk(m)
+	}
+	if emptied {
+		c.notify(kseGeneric, "del", args[1]) // after the reply, as Redis's spop
 	}
 	// Replicas remove exactly the members popped here.
 	c.rewrite(append([][]byte{argSRem, args[1]}, ms...)...)
@@ -364,8 +367,16 @@ func setOpGeneric(c *Client, keys [][]byte, dst []byte, op int) {
 		res = types.SetDiff(sets, lim)
 	}
 	if dst != nil {
-		c.storeColl(dst, shard.TypeSet, res, res.Len(), kseSet, [...]string{setOpInter: "sinterstore", setOpUnion: "sunionstore", setOpDiff: "sdiffstore"}[op])
+		ev := c.storeColl(dst, shard.TypeSet, res, res.Len(), kseSet, [...]string{setOpInter: "sinterstore", setOpUnion: "sunionstore", setOpDiff: "sdiffstore"}[op])
+		// Redis's order: a stored result's event after the reply, a
+		// deleted destination's before.
+		if res.Len() == 0 {
+			ev.raise(c)
+		}
 		c.int(int64(res.Len()))
+		if res.Len() > 0 {
+			ev.raise(c)
+		}
 		return
 	}
 	c.setHeader(res.Len())

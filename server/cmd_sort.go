@@ -395,6 +395,6 @@ func (o *sortOpts) store(c *Client, picked []sortItem, t int64) {
 	if len(vals) > 0 {
 		l.PushBack(w, c.lim(), vals...)
 	}
-	c.storeColl(o.storeKey, shard.TypeList, l, l.Len(), kseList, "sortstore")
+	c.storeColl(o.storeKey, shard.TypeList, l, l.Len(), kseList, "sortstore").raise(c) // before the reply, as Redis
 	c.int(outLen)
 }

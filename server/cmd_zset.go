@@ -131,25 +131,22 @@ func zaddGeneric(c *Client, key []byte, pairs [][]byte, flags types.ZAddFlags, c
 		c.err("ERR " + err.Error())
 		return
 	}
-	if t.added+t.updated > 0 {
+	switch {
+	case incr && t.processed > 0:
+		c.double(t.score)
+	case incr:
+		c.null()
+	case ch:
+		c.int(int64(t.added + t.updated))
+	default:
+		c.int(int64(t.added))
+	}
+	if t.added+t.updated > 0 { // after the reply, as Redis's zaddGenericCommand
 		ev := "zadd"
 		if incr {
 			ev = "zincr"
 		}
 		c.notify(kseZSet, ev, key)
-	}
-	if incr {
-		if t.processed > 0 {
-			c.double(t.score)
-		} else {
-			c.null()
-		}
-		return
-	}
-	if ch {
-		c.int(int64(t.added + t.updated))
-	} else {
-		c.int(int64(t.added))
 	}
 }
 
@@ -533,8 +530,9 @@ func zrangeStore(c *Client, key, dst []byte, r *zrange) {
 	if found {
 		res = r.collect(e.Obj().(*types.ZSet))
 	}
-	c.storeZMembers(dst, res, "zrangestore")
+	ev := c.storeZMembers(dst, res, "zrangestore")
 	c.int(int64(len(res)))
+	ev.raise(c) // after the reply, as Redis
 }
 
 // replyZMembers replies members, with their scores as pairs (nested arrays
@@ -563,7 +561,7 @@ func (c *Client) replyZMembers(ms []types.ZMember, withScores bool) {
 
 // storeZMembers replaces dst (locked) with a sorted set of ms; an empty
 // result deletes dst.
-func (c *Client) storeZMembers(dst []byte, ms []types.ZMember, event string) {
+func (c *Client) storeZMembers(dst []byte, ms []types.ZMember, event string) storeEvent {
 	maxLen := 0
 	for _, m := range ms {
 		maxLen = max(maxLen, len(m.Member))
@@ -573,7 +571,7 @@ func (c *Client) storeZMembers(dst []byte, ms []types.ZMember, event string) {
 	for _, m := range ms {
 		z.Add(w, m.Member, m.Score, 0, lim)
 	}
-	c.storeColl(dst, shard.TypeZSet, z, z.Len(), kseZSet, event)
+	return c.storeColl(dst, shard.TypeZSet, z, z.Len(), kseZSet, event)
 }
 
 func zremrangeGeneric(c *Client, args [][]byte, kind int) {
@@ -974,8 +972,9 @@ func zsetOpGeneric(c *Client, args [][]byte, numIdx int, dst []byte, op int, car
 	}
 	sortZMembers(res)
 	if dst != nil {
-		c.storeZMembers(dst, res, [...]string{zopUnion: "zunionstore", zopInter: "zinterstore", zopDiff: "zdiffstore"}[op])
+		ev := c.storeZMembers(dst, res, [...]string{zopUnion: "zunionstore", zopInter: "zinterstore", zopDiff: "zdiffstore"}[op])
 		c.int(int64(len(res)))
+		ev.raise(c) // after the reply, as Redis
 		return
 	}
 	c.replyZMembers(res, opt.withScores)

@@ -68,19 +68,36 @@ func (c *Client) putColl(sh *shard.Shard, h uint64, key []byte, t shard.Type, ob
 // storeColl replaces key with obj, a collection of n elements (a *STORE
 // destination, whose shard is locked): an empty result deletes the key, as
 // Redis does.
-// It raises event (of class) for a stored result, "del" for a deleted key.
-func (c *Client) storeColl(key []byte, t shard.Type, obj any, n int, class uint32, event string) {
+// It returns the keyspace event to raise (a *storeEvent) for the caller
+// to raise where Redis does relative to its reply, which differs by
+// command: event (of class) for a stored result, "del" for a deleted key.
+func (c *Client) storeColl(key []byte, t shard.Type, obj any, n int, class uint32, event string) storeEvent {
 	sh, h := c.srv.store.ShardOf(key)
 	old, ok := sh.Lookup(c.db, h, key, c.nowMs())
 	if n > 0 {
 		// Put replaces what was there (no "new" event for an overwrite).
 		c.putColl(sh, h, key, t, obj)
-		c.notify(class, event, key)
-		return
+		return storeEvent{class, event, key}
 	}
 	if ok {
 		sh.DB(c.db).Delete(&old)
-		c.notify(kseGeneric, "del", key)
+		return storeEvent{kseGeneric, "del", key}
+	}
+	return storeEvent{}
+}
+
+// storeEvent is the keyspace event of a *STORE (storeColl); the zero
+// value raises none.
+type storeEvent struct {
+	class uint32
+	event string
+	key   []byte
+}
+
+// raise raises e's event, if any.
+func (e storeEvent) raise(c *Client) {
+	if e.event != "" {
+		c.notify(e.class, e.event, e.key)
 	}
 }
 

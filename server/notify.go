@@ -21,8 +21,9 @@ package server
 //     kse.drainMu, which is taken with no shard held, so subscribers see
 //     events in the order they were queued. Publishing is the ordinary
 //     Pub/Sub path (publish), which never takes a shard lock.
-//   - A RESP3 client subscribed to its own events gets them before the reply
-//     of the command that raised them, as from Redis.
+//   - A RESP3 client subscribed to its own events gets each where the
+//     command raised it relative to its reply writes, as from Redis (some
+//     commands notify before they reply, some after, some in between).
 //   - Queuing allocates nothing per event (keys go back to back into one
 //     buffer, recycled with the batch); a drained batch nobody could receive
 //     (kseListened) is dropped before any channel name is built.
@@ -76,6 +77,11 @@ type kseEvent struct {
 	db     int
 	event  string
 	off, n int // the key: keys[off:off+n]
+	// by raised the event in a command, at 1 + the length of its out then
+	// (0: outside a command, or inside EXEC or a script): where a RESP3
+	// client subscribed to its own keys gets the push (kseDrain).
+	by *Client
+	at int
 }
 
 // parseKeyspaceEvents turns Redis's class letters into flags; ok is false
@@ -174,30 +180,42 @@ func (s *Server) setKeyspaceEvents(f uint32) {
 	s.store.SetNewKeyEvents(f&kseNew != 0 && f&(kseKeyspace|kseKeyevent) != 0)
 }
 
-// notify raises event for key in the client's database.
+// notify raises event for key in the client's database. Where it is called
+// relative to the command's reply writes is where the client itself, if
+// subscribed (RESP3), receives the push, as from Redis: call it where
+// Redis's t_*.c calls notifyKeyspaceEvent.
 func (c *Client) notify(class uint32, event string, key []byte) {
+	c.notifyDB(c.db, class, event, key)
+}
+
+// notifyDB is notify for key in database db (COPY ... DB, MOVE).
+func (c *Client) notifyDB(db int, class uint32, event string, key []byte) {
 	f := c.srv.kse.flags.Load()
 	if f&class == 0 || f&(kseKeyspace|kseKeyevent) == 0 {
 		return
 	}
-	if c.kseMark == 0 && c.sess.held == nil {
+	if c.sess.held != nil {
+		c.srv.kse.push(db, event, key, nil, 0)
+		return
+	}
+	if c.kseMark == 0 {
 		c.kseMark = len(c.out) + 1
 	}
-	c.srv.kse.push(c.db, event, key)
+	c.srv.kse.push(db, event, key, c, len(c.out)+1)
 }
 
-// notifyDB raises event for key in database db.
+// notifyDB raises event for key in database db outside a command.
 func (s *Server) notifyDB(db int, class uint32, event string, key []byte) {
 	f := s.kse.flags.Load()
 	if f&class == 0 || f&(kseKeyspace|kseKeyevent) == 0 {
 		return
 	}
-	s.kse.push(db, event, key)
+	s.kse.push(db, event, key, nil, 0)
 }
 
-func (k *keyspaceEvents) push(db int, event string, key []byte) {
+func (k *keyspaceEvents) push(db int, event string, key []byte, by *Client, at int) {
 	k.mu.Lock()
-	k.q = append(k.q, kseEvent{db: db, event: event, off: len(k.keys), n: len(key)})
+	k.q = append(k.q, kseEvent{db: db, event: event, off: len(k.keys), n: len(key), by: by, at: at})
 	k.keys = append(k.keys, key...)
 	k.queued.Store(true)
 	k.mu.Unlock()
@@ -232,10 +250,12 @@ func (s *Server) kseDrain(from *Client) {
 	}
 	// A subscribed client (RESP3) receives its own events where the command
 	// raised them, as in Redis: before SET's +OK, after the element LPOP
-	// replies first. What the command wrote after its first event waits
-	// aside meanwhile.
+	// replies first, between LMOVE's push, its reply and its pop. What the
+	// command wrote after its first event waits aside meanwhile, and goes
+	// back piece by piece up to each of its events' offsets; other
+	// clients' events go where the last piece ended.
 	var tail []byte
-	mark := -1
+	mark, done := -1, 0 // tail[:done] is back in from.out
 	if from != nil && from.sess.outq != nil && from.kseMark > 0 && from.kseMark-1 <= len(from.out) {
 		mark = from.kseMark - 1
 		tail = append(tail, from.out[mark:]...)
@@ -245,6 +265,12 @@ func (s *Server) kseDrain(from *Client) {
 	ch, msg := k.ch, k.msg // scratch, reused for every event and drain
 	for i := range batch {
 		ev := &batch[i]
+		if mark >= 0 && ev.by == from {
+			if at := ev.at - 1 - mark; at > done && at <= len(tail) {
+				from.out = append(from.out, tail[done:at]...)
+				done = at
+			}
+		}
 		key := keys[ev.off : ev.off+ev.n : ev.off+ev.n]
 		if f&kseKeyspace != 0 {
 			ch = append(ch[:0], "__keyspace@"...)
@@ -263,7 +289,7 @@ func (s *Server) kseDrain(from *Client) {
 		}
 	}
 	if mark >= 0 {
-		from.out = append(from.out, tail...)
+		from.out = append(from.out, tail[done:]...)
 	}
 	if cap(ch) <= 4096 {
 		k.ch, k.msg = ch, msg
@@ -275,6 +301,7 @@ func (s *Server) kseDrain(from *Client) {
 func (k *keyspaceEvents) recycle(batch []kseEvent, keys []byte) {
 	k.mu.Lock()
 	if k.spare == nil && cap(batch) <= 1024 {
+		clear(batch) // hold no client
 		k.spare = batch[:0]
 	}
 	if k.spareKeys == nil && cap(keys) <= 64<<10 {

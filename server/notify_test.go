@@ -138,40 +138,115 @@ func TestKeyspaceEventsOwnRESP3(t *testing.T) {
 	}
 }
 
-// TestKeyspaceEventsOwnOrderAgainstRedis: a RESP3 client subscribed to its
-// own keys gets the same bytes, pushes and replies in the same order, as
-// from redis-server 7.0, for commands that notify before they reply (SET,
-// RPUSH) and after (LPOP, RPOP with a count, LMPOP).
+// TestKeyspaceEventsOwnOrderAgainstRedis: a RESP3 client subscribed to
+// its own keys gets the same bytes, pushes and replies in the same order,
+// as from redis-server 7.0. Some commands notify before they reply (SET,
+// SADD), others after (RPUSH, LPOP, HSET), as Redis's t_*.c call them.
+// Each row runs on one connection per server, keys of its own, and is
+// compared up to a PING's reply. Left out: ZPOPMIN/ZPOPMAX and their
+// blocking forms, where redis-server 7.0 puts the push inside the array
+// reply (after its deferred length, before the elements): an artifact of
+// its reply buffers, not a place RESP3 allows a push, which we do not copy
+// (ours comes before the reply).
 func TestKeyspaceEventsOwnOrderAgainstRedis(t *testing.T) {
+	cases := []struct {
+		name string
+		cmds [][]string
+	}{
+		{"lists-pop", [][]string{
+			{"SET", "k", "v"}, {"RPUSH", "l", "a", "b", "c", "d"}, {"LPOP", "l"},
+			{"RPOP", "l", "2"}, {"LMPOP", "1", "l", "LEFT"},
+		}},
+		{"strings-set", [][]string{
+			{"SET", "s1", "a", "NX"}, {"SET", "s1", "b", "XX", "GET"}, {"SET", "s1", "c", "EX", "1000"},
+			{"SET", "s1", "d", "KEEPTTL"}, {"SET", "s1", "e", "NX"}, {"SET", "s1", "f", "PX", "100000", "GET"},
+			{"SETNX", "s2", "a"}, {"SETNX", "s2", "b"}, {"SETEX", "s3", "1000", "x"},
+			{"PSETEX", "s3", "1000000", "y"}, {"GETSET", "s2", "c"}, {"GETDEL", "s2"}, {"GETDEL", "s2"},
+		}},
+		{"strings-getex-mset", [][]string{
+			{"SET", "g1", "v"}, {"GETEX", "g1", "EX", "1000"}, {"GETEX", "g1", "PERSIST"},
+			{"GETEX", "g1"}, {"GETEX", "g1", "PX", "0"}, {"MSET", "m1", "a", "m2", "b"},
+			{"MSETNX", "m3", "c", "m4", "d"}, {"APPEND", "m1", "xyz"}, {"APPEND", "m5", "new"},
+		}},
+		{"strings-counters", [][]string{
+			{"INCR", "n1"}, {"INCRBY", "n1", "5"}, {"DECR", "n1"}, {"DECRBY", "n1", "2"},
+			{"INCRBYFLOAT", "n2", "1.5"}, {"INCRBYFLOAT", "n2", "2.25"},
+			{"SETRANGE", "r1", "3", "abc"}, {"SETRANGE", "r1", "0", "xy"}, {"SETRANGE", "r1", "0", ""},
+		}},
+		{"keys", [][]string{
+			{"MSET", "d1", "a", "d2", "b", "d3", "c"}, {"DEL", "d1", "d2", "nope"}, {"UNLINK", "d3"},
+			{"SET", "e1", "v"}, {"EXPIRE", "e1", "1000"}, {"PEXPIRE", "e1", "1000000"},
+			{"PERSIST", "e1"}, {"EXPIREAT", "e1", "4000000000"}, {"EXPIRE", "e1", "-1"},
+			{"SET", "e2", "v"}, {"RENAME", "e2", "e3"}, {"SET", "e4", "w"}, {"RENAME", "e3", "e4"},
+			{"RENAMENX", "e4", "e5"}, {"COPY", "e5", "e6"}, {"COPY", "e5", "e6", "REPLACE"},
+		}},
+		{"hashes", [][]string{
+			{"HSET", "h", "a", "1", "b", "2"}, {"HSETNX", "h", "c", "3"}, {"HSETNX", "h", "c", "4"},
+			{"HMSET", "h", "d", "5"}, {"HDEL", "h", "a", "zz"}, {"HINCRBY", "h", "b", "10"},
+			{"HINCRBYFLOAT", "h", "f", "1.5"}, {"HDEL", "h", "b", "c", "d", "f"},
+		}},
+		{"sets", [][]string{
+			{"SADD", "s", "a", "b", "c"}, {"SADD", "s", "a"}, {"SREM", "s", "a", "zz"},
+			{"SADD", "t", "only"}, {"SPOP", "t"}, {"SADD", "t", "x"}, {"SPOP", "t", "5"},
+			{"SMOVE", "s", "u", "b"}, {"SMOVE", "s", "u", "c"}, {"SADD", "v", "b", "q"},
+			{"SINTERSTORE", "w", "u", "v"}, {"SINTERSTORE", "w", "u", "nope"},
+			{"SUNIONSTORE", "w", "u", "v"}, {"SDIFFSTORE", "w", "v", "u"},
+		}},
+		{"zsets", [][]string{
+			{"ZADD", "z", "1", "a", "2", "b", "3", "c"}, {"ZADD", "z", "XX", "5", "a"},
+			{"ZINCRBY", "z", "2", "b"}, {"ZREM", "z", "c", "zz"}, {"ZADD", "z", "INCR", "1", "n"},
+			{"ZRANGESTORE", "x", "z", "0", "-1"}, {"ZRANGESTORE", "x", "nope", "0", "-1"},
+			{"ZUNIONSTORE", "u", "2", "z", "x"}, {"ZINTERSTORE", "u", "2", "z", "nope"},
+		}},
+		{"lists", [][]string{
+			{"RPUSH", "l", "a", "b", "c", "b"}, {"LINSERT", "l", "BEFORE", "c", "x"},
+			{"LSET", "l", "0", "A"}, {"LREM", "l", "0", "b"}, {"LTRIM", "l", "0", "1"},
+			{"LMOVE", "l", "m", "LEFT", "RIGHT"}, {"RPOPLPUSH", "l", "m"}, {"RPOPLPUSH", "m", "m"},
+			{"LPUSHX", "m", "y"}, {"RPUSHX", "none", "y"}, {"LTRIM", "m", "5", "6"},
+		}},
+		{"streams", [][]string{
+			{"XADD", "x", "1-1", "f", "v"}, {"XADD", "x", "2-1", "f", "v"}, {"XADD", "x", "MAXLEN", "2", "3-1", "f", "v"},
+			{"XDEL", "x", "2-1", "9-9"}, {"XTRIM", "x", "MAXLEN", "0"}, {"XADD", "y", "NOMKSTREAM", "1-1", "f", "v"},
+		}},
+		{"blocking-pops-without-blocking", [][]string{
+			{"RPUSH", "b", "a", "b"}, {"BLPOP", "b", "0"}, {"BRPOP", "b", "0"},
+			{"RPUSH", "bm", "a"}, {"BLMOVE", "bm", "bn", "LEFT", "LEFT", "0"},
+		}},
+	}
 	redisAddr := startRedis(t)
 	s := startServer(t)
-	run := func(addr string) string {
+	dial := func(addr string) *rawConn {
 		r := dialAddr(t, addr)
-		var out strings.Builder
 		for _, cmd := range [][]string{
 			{"CONFIG", "SET", "notify-keyspace-events", "KEA"},
 			{"HELLO", "3"},
-			{"SUBSCRIBE", "__keyspace@0__:k", "__keyspace@0__:l"},
+			{"PSUBSCRIBE", "__keyspace@0__:*"},
 		} {
 			r.do(cmd...)
 			r.reply()
 		}
-		r.reply() // the second channel's subscribe confirmation
-		for _, cmd := range [][]string{
-			{"SET", "k", "v"}, {"RPUSH", "l", "a", "b", "c", "d"}, {"LPOP", "l"},
-			{"RPOP", "l", "2"}, {"LMPOP", "1", "l", "LEFT"}, {"PING"},
-		} {
+		return r
+	}
+	ours, theirs := dial(s.Addr()), dial(redisAddr)
+	run := func(r *rawConn, cmds [][]string) string {
+		r.do("FLUSHALL")
+		r.reply()
+		for _, cmd := range cmds {
 			r.do(cmd...)
 		}
+		r.do("PING")
 		// Everything the server sent, in order, up to PING's reply.
+		var out strings.Builder
 		for got := ""; got != "+PONG"; {
 			got = strings.Join(r.reply(), " ")
 			fmt.Fprintf(&out, "%s\n", got)
 		}
 		return out.String()
 	}
-	if got, want := run(s.Addr()), run(redisAddr); got != want {
-		t.Fatalf("Damselfly:\n%s\nredis-server:\n%s", got, want)
+	for _, tc := range cases {
+		if got, want := run(ours, tc.cmds), run(theirs, tc.cmds); got != want {
+			t.Errorf("%s: Damselfly:\n%s\nredis-server:\n%s", tc.name, got, want)
+		}
 	}
 }
 
