@@ -102,6 +102,8 @@ func (z *LZF) compress(in []byte) (out []byte, ok bool) {
 		// goes through fast (it fails the 4-byte rule anyway), as in
 		// Snappy; a match resets the pace.
 		misses++
+		// (Byte by byte here: appendLiterals is not inlined into this
+		// big function, and a call per literal slowed BenchmarkLZFCompress.)
 		for end := min(ip+1+misses>>5, n-3); ip < end; ip++ {
 			if op >= limit {
 				return nil, false
@@ -115,17 +117,9 @@ func (z *LZF) compress(in []byte) (out []byte, ok bool) {
 			}
 		}
 	}
-	for ; ip < n; ip++ { // the last bytes, too few to hash
-		if op >= limit {
-			return nil, false
-		}
-		out[op] = in[ip]
-		op++
-		if lit++; lit == lzfMaxLit {
-			out[op-lit-1] = lzfMaxLit - 1
-			lit = 0
-			op++
-		}
+	// The last bytes, too few to hash.
+	if op, lit, ok = appendLiterals(out, in[ip:], op, lit); !ok {
+		return nil, false
 	}
 	if lit > 0 {
 		out[op-lit-1] = byte(lit - 1)
@@ -136,6 +130,28 @@ func (z *LZF) compress(in []byte) (out []byte, ok bool) {
 		return nil, false
 	}
 	return out[:op], true
+}
+
+// appendLiterals adds lits to the literal run of lit bytes that ends at
+// out[op] (its control byte at out[op-lit-1]), closing full runs of 32
+// and opening the next; false when out is too short.
+func appendLiterals(out, lits []byte, op, lit int) (int, int, bool) {
+	for len(lits) > 0 {
+		k := min(len(lits), lzfMaxLit-lit)
+		if op+k > len(out) {
+			return op, lit, false
+		}
+		copy(out[op:op+k], lits[:k])
+		op += k
+		lit += k
+		lits = lits[k:]
+		if lit == lzfMaxLit {
+			out[op-lit-1] = lzfMaxLit - 1
+			lit = 0
+			op++
+		}
+	}
+	return op, lit, true
 }
 
 // matchLen is the length, 3 to lzfMaxMatch, of the match of in[ip:] at
