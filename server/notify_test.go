@@ -202,6 +202,12 @@ func TestKeyspaceEventsOwnOrderAgainstRedis(t *testing.T) {
 			{"ZUNIONSTORE", "u", "2", "z", "x"}, {"ZINTERSTORE", "u", "2", "z", "nope"},
 			{"ZREMRANGEBYSCORE", "u", "1", "1"}, {"ZREMRANGEBYRANK", "u", "0", "0"}, {"ZREMRANGEBYLEX", "u", "-", "+"},
 		}},
+		{"zset-pops", [][]string{
+			{"ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d"}, {"ZPOPMIN", "z"}, {"ZPOPMAX", "z", "2"},
+			{"ZMPOP", "1", "z", "MIN"}, {"ZADD", "z", "1", "a", "2", "b"}, {"BZPOPMIN", "z", "0"},
+			{"BZMPOP", "0", "1", "z", "MAX", "COUNT", "5"}, {"ZADD", "y", "1", "a"}, {"ZPOPMIN", "y", "1"},
+			{"ZPOPMIN", "y"},
+		}},
 		{"lists", [][]string{
 			{"RPUSH", "l", "a", "b", "c", "b"}, {"LINSERT", "l", "BEFORE", "c", "x"},
 			{"LSET", "l", "0", "A"}, {"LREM", "l", "0", "b"}, {"LTRIM", "l", "0", "1"},
@@ -211,6 +217,13 @@ func TestKeyspaceEventsOwnOrderAgainstRedis(t *testing.T) {
 		{"streams", [][]string{
 			{"XADD", "x", "1-1", "f", "v"}, {"XADD", "x", "2-1", "f", "v"}, {"XADD", "x", "MAXLEN", "2", "3-1", "f", "v"},
 			{"XDEL", "x", "2-1", "9-9"}, {"XTRIM", "x", "MAXLEN", "0"}, {"XADD", "y", "NOMKSTREAM", "1-1", "f", "v"},
+		}},
+		{"stream-groups", [][]string{
+			{"XADD", "x", "1-1", "f", "v"}, {"XADD", "x", "2-1", "f", "v"}, {"XGROUP", "CREATE", "x", "g", "0"},
+			{"XGROUP", "CREATECONSUMER", "x", "g", "c2"}, {"XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "x", ">"},
+			{"XCLAIM", "x", "g", "c3", "0", "1-1"}, {"XAUTOCLAIM", "x", "g", "c4", "0", "0"}, {"XACK", "x", "g", "1-1"},
+			{"XGROUP", "SETID", "x", "g", "0"}, {"XGROUP", "DELCONSUMER", "x", "g", "c"}, {"XSETID", "x", "5-5"},
+			{"XGROUP", "DESTROY", "x", "g"}, {"XGROUP", "CREATE", "x2", "g", "$", "MKSTREAM"},
 		}},
 		{"other-writes", [][]string{
 			{"GEOADD", "g", "13.361389", "38.115556", "Palermo", "15.087269", "37.502669", "Catania"},
@@ -275,6 +288,8 @@ func TestKeyspaceEventsOwnBlockedAgainstRedis(t *testing.T) {
 		{"xreadgroup-new-consumer", [][]string{{"XADD", "x", "1-1", "f", "v"}, {"XGROUP", "CREATE", "x", "g", "$"}},
 			[]string{"XREADGROUP", "GROUP", "g", "newc", "BLOCK", "0", "STREAMS", "x", ">"}, []string{"XADD", "x", "2-1", "f", "v"}},
 		{"blmove", nil, []string{"BLMOVE", "src", "dst", "RIGHT", "LEFT", "0"}, []string{"RPUSH", "src", "z"}},
+		{"bzpopmin", nil, []string{"BZPOPMIN", "z", "0"}, []string{"ZADD", "z", "1", "a"}},
+		{"bzmpop", nil, []string{"BZMPOP", "0", "1", "z", "MIN", "COUNT", "3"}, []string{"ZADD", "z", "1", "a", "2", "b"}},
 		{"xread-missing-key", nil, []string{"XREAD", "BLOCK", "0", "STREAMS", "nokey", "$"}, []string{"XADD", "nokey", "1-1", "f", "v"}},
 	}
 	redisAddr := startRedis(t)
