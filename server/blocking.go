@@ -230,6 +230,7 @@ func (c *Client) blockOn(keys [][]byte, timeout time.Duration, try func(first bo
 	r := &c.srv.blocking
 	r.register(w)
 	c.unlock(set)
+	c.srv.kseAfter(c) // notify.go: what the try raised (XREAD's keymiss) leaves before we wait, as from Redis
 	waitStart := time.Now()
 	defer func() { c.waitedNs += int64(time.Since(waitStart)) }()
 	c.blocked.Store(w)
@@ -245,6 +246,7 @@ func (c *Client) blockOn(keys [][]byte, timeout time.Duration, try func(first bo
 			return
 		}
 		c.out = c.out[:0]
+		c.cmdOut = 0 // our reply will start there (notify.go)
 	}
 	watch := c.watchConn()
 	defer c.stopWatch(watch)

@@ -117,8 +117,9 @@ type Client struct {
 	// tio is a TLS client's encryption while a loop serves it (tlsloop.go).
 	tio *tlsLoopIO
 	// kseMark is 1 + the length of out when the running command raised its
-	// first keyspace event (0: none); see notify.go.
-	kseMark int
+	// first keyspace event (0: none); cmdOut is the length of out when the
+	// command began, where its reply starts. See notify.go.
+	kseMark, cmdOut int
 
 	user atomic.Pointer[acl.User] // the ACL user (acl.go); nil: internal, unrestricted
 
@@ -456,9 +457,12 @@ func (c *Client) run(cmd *command, args [][]byte) {
 			c.clockBreak()
 			c.srv.log.Error("panic in command", "command", cmd.name, "panic", r, "stack", string(debug.Stack()))
 			c.err("ERR internal error while running '" + cmd.name + "'")
+			c.kseMark = 0
+			c.srv.kse.disown(c) // notify.go: what it raised goes with the next drain
 		}
 	}()
 	c.propagate = args
+	c.cmdOut = len(c.out)
 	start, wallMs := c.cmdStart() // cmdclock.go: the previous command's end, in a batch
 	c.cmdBeginAt(cmd, args, wallMs)
 	errs := c.errCount

@@ -683,6 +683,6 @@ func cmdXSetID(c *Client, args [][]byte) {
 		md = maxDel
 	}
 	s.SetLastID(w, id, added, md)
-	c.notify(kseStream, "xsetid", args[1])
 	c.ok()
+	c.notify(kseStream, "xsetid", args[1]) // after the reply, as Redis
 }

@@ -183,8 +183,8 @@ func xgroupCreate(c *Client, args [][]byte, x *xgroupTarget) {
 		w = x.sh.DB(c.db).ModifyUnwatched(&x.e)
 	}
 	x.s.CreateGroup(w, x.gname, id, x.entriesRead)
-	c.notify(kseStream, "xgroup-create", x.key)
 	c.ok()
+	c.notify(kseStream, "xgroup-create", x.key) // after the reply, as Redis
 }
 
 // xgroupSetID is XGROUP SETID key group id|$ [ENTRIESREAD n].
@@ -206,8 +206,8 @@ func xgroupSetID(c *Client, args [][]byte, x *xgroupTarget) {
 	w := x.sh.DB(c.db).ModifyUnwatched(&x.e)
 	x.g.SetLastID(w, id)
 	x.g.SetEntriesRead(w, x.entriesRead)
-	c.notify(kseStream, "xgroup-setid", x.key)
 	c.ok()
+	c.notify(kseStream, "xgroup-setid", x.key) // after the reply, as Redis
 }
 
 // xgroupDestroy is XGROUP DESTROY key group.
@@ -218,9 +218,9 @@ func xgroupDestroy(c *Client, _ [][]byte, x *xgroupTarget) {
 	}
 	w := x.sh.DB(c.db).ModifyUnwatched(&x.e)
 	x.s.DeleteGroup(w, x.gname)
-	c.notify(kseStream, "xgroup-destroy", x.key)
 	c.int(1)
-	c.srv.signalStream(c.db, x.key) // blocked XREADGROUPs get NOGROUP
+	c.notify(kseStream, "xgroup-destroy", x.key) // after the reply, as Redis
+	c.srv.signalStream(c.db, x.key)              // blocked XREADGROUPs get NOGROUP
 }
 
 // xgroupCreateConsumer is XGROUP CREATECONSUMER key group consumer.

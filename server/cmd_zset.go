@@ -649,12 +649,12 @@ func zremrangeGeneric(c *Client, args [][]byte, kind int) {
 }
 
 // zpopFrom pops up to n members of the sorted set in e (locked), deleting
-// the key when it empties; a key left with members wakes the next blocked
-// client.
-func (c *Client) zpopFrom(e *shard.Entry, sh *shard.Shard, key []byte, minFirst bool, n int64) []types.ZMember {
+// the key when it empties (emptied: the caller raises "del" after its
+// reply, as Redis, where the pop's own event comes before); a key left with
+// members wakes the next blocked client.
+func (c *Client) zpopFrom(e *shard.Entry, sh *shard.Shard, key []byte, minFirst bool, n int64) (out []types.ZMember, emptied bool) {
 	z := e.Obj().(*types.ZSet)
 	w := sh.DB(c.db).Modify(e)
-	var out []types.ZMember
 	if minFirst {
 		out = z.PopMin(w, n)
 	} else {
@@ -669,11 +669,10 @@ func (c *Client) zpopFrom(e *shard.Entry, sh *shard.Shard, key []byte, minFirst 
 	}
 	if z.Len() == 0 {
 		sh.DB(c.db).Delete(e)
-		c.notify(kseGeneric, "del", key)
-	} else {
-		c.srv.signalReady(c.db, key)
+		return out, true
 	}
-	return out
+	c.srv.signalReady(c.db, key)
+	return out, false
 }
 
 func zpopGeneric(c *Client, args [][]byte, minFirst bool) {
@@ -699,15 +698,18 @@ func zpopGeneric(c *Client, args [][]byte, minFirst bool) {
 		c.array(0)
 		return
 	}
-	ms := c.zpopFrom(&e, sh, args[1], minFirst, count)
+	ms, emptied := c.zpopFrom(&e, sh, args[1], minFirst, count)
 	if hasCount && c.proto == 3 {
 		c.replyZMembers(ms, true)
-		return
+	} else {
+		c.array(2 * len(ms))
+		for _, m := range ms {
+			c.bulk(m.Member)
+			c.double(m.Score)
+		}
 	}
-	c.array(2 * len(ms))
-	for _, m := range ms {
-		c.bulk(m.Member)
-		c.double(m.Score)
+	if emptied {
+		c.notify(kseGeneric, "del", args[1])
 	}
 }
 
@@ -745,7 +747,7 @@ func (c *Client) zmpopLocked(m mpopArgs, first bool) bool {
 		if !found {
 			continue
 		}
-		ms := c.zpopFrom(&e, sh, k, m.left, m.count)
+		ms, emptied := c.zpopFrom(&e, sh, k, m.left, m.count)
 		c.array(2)
 		c.bulk(k)
 		c.array(len(ms))
@@ -753,6 +755,9 @@ func (c *Client) zmpopLocked(m mpopArgs, first bool) bool {
 			c.array(2)
 			c.bulk(zm.Member)
 			c.double(zm.Score)
+		}
+		if emptied {
+			c.notify(kseGeneric, "del", k)
 		}
 		cmd := argZPopMax
 		if m.left {
@@ -775,11 +780,14 @@ func bzpopGeneric(c *Client, args [][]byte, minFirst bool) {
 		if done || !found {
 			return done
 		}
-		zm := c.zpopFrom(&e, sh, k, minFirst, 1)[0]
+		ms, emptied := c.zpopFrom(&e, sh, k, minFirst, 1)
 		c.array(3)
 		c.bulk(k)
-		c.bulk(zm.Member)
-		c.double(zm.Score)
+		c.bulk(ms[0].Member)
+		c.double(ms[0].Score)
+		if emptied {
+			c.notify(kseGeneric, "del", k)
+		}
 		cmd := argZPopMax
 		if minFirst {
 			cmd = argZPopMin

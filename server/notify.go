@@ -16,14 +16,28 @@ package server
 //     shard locks puts the queue in commit order.
 //   - Publishing happens later, holding no shard lock: after the command
 //     that raised the events returns (execute's hook; inside EXEC or a
-//     script, after the whole transaction), and from the cron (active expiry,
-//     memcached evictions, served blocked clients). Drains are serialized by
-//     kse.drainMu, which is taken with no shard held, so subscribers see
-//     events in the order they were queued. Publishing is the ordinary
-//     Pub/Sub path (publish), which never takes a shard lock.
-//   - A RESP3 client subscribed to its own events gets each where the
-//     command raised it relative to its reply writes, as from Redis (some
-//     commands notify before they reply, some after, some in between).
+//     script, after the whole transaction), before a blocking command waits,
+//     and from the cron (active expiry, memcached evictions). The cron
+//     leaves the queue alone for a tick while it holds a running command's
+//     events (owned): that command's own drain, at its end, takes them in
+//     order. Drains are serialized by kse.drainMu, which is taken with no
+//     shard held, so subscribers see events in the order they were queued.
+//     Publishing is the ordinary Pub/Sub path (publish), which never takes
+//     a shard lock.
+//   - A RESP3 client subscribed to its own events gets each before or after
+//     its command's reply, as the command raised it (Redis's commands
+//     notify before they reply, after it, or some of each). A push never
+//     goes inside a reply: an event raised while the reply was partly
+//     written goes before it, where Redis 7.0 breaks RESP3's framing
+//     (ZPOPMIN after its deferred length, XAUTOCLAIM, EXEC's queued
+//     commands). A script's events go before its reply, as in Redis. An
+//     event another drain takes first (a concurrent command's, the cron's
+//     after its tick) goes out through the queue like anyone else's, ahead
+//     of the reply.
+//   - An event records its client (by) only until the client's own drain,
+//     which takes the whole queue (a command that panics disowns its
+//     events instead), so a queued event never refers to a finished
+//     command or a gone client, and a drained batch is cleared before reuse.
 //   - Queuing allocates nothing per event (keys go back to back into one
 //     buffer, recycled with the batch); a drained batch nobody could receive
 //     (kseListened) is dropped before any channel name is built.
@@ -62,24 +76,29 @@ const (
 type keyspaceEvents struct {
 	flags  atomic.Uint32
 	queued atomic.Bool // q is not empty
-	mu     sync.Mutex  // guards q and keys; a leaf lock
+	mu     sync.Mutex  // guards q, keys and owned; a leaf lock
 	q      []kseEvent
 	keys   []byte // the queued events' keys, back to back (no allocation per event)
+	owned  int    // events in q with a client (by), whose command's end drains them
+	// cronWaited: the cron found owned events and left them for a tick.
+	cronWaited bool
 	// drainMu serializes publishing so events leave in queue order; never
 	// taken with a shard lock held.
 	drainMu   sync.Mutex
 	spare     []kseEvent
 	spareKeys []byte
 	ch, msg   []byte // drainMu's scratch: a channel name, an event name
+	tail      []byte // drainMu's scratch: a reply set aside (kseDrain)
 }
 
 type kseEvent struct {
 	db     int
 	event  string
 	off, n int // the key: keys[off:off+n]
-	// by raised the event in a command, at 1 + the length of its out then
-	// (0: outside a command, or inside EXEC or a script): where a RESP3
-	// client subscribed to its own keys gets the push (kseDrain).
+	// by raised the event in a command (nil: outside one), at 1 + the
+	// length of its out then (1 inside a script): whether a RESP3 client
+	// subscribed to its own keys gets the push before or after its reply
+	// (kseDrain).
 	by *Client
 	at int
 }
@@ -180,10 +199,10 @@ func (s *Server) setKeyspaceEvents(f uint32) {
 	s.store.SetNewKeyEvents(f&kseNew != 0 && f&(kseKeyspace|kseKeyevent) != 0)
 }
 
-// notify raises event for key in the client's database. Where it is called
-// relative to the command's reply writes is where the client itself, if
-// subscribed (RESP3), receives the push, as from Redis: call it where
-// Redis's t_*.c calls notifyKeyspaceEvent.
+// notify raises event for key in the client's database. Called before the
+// command's reply, the client itself, if subscribed (RESP3), receives the
+// push before the reply; called after it, after: call it where Redis's
+// t_*.c calls notifyKeyspaceEvent.
 func (c *Client) notify(class uint32, event string, key []byte) {
 	c.notifyDB(c.db, class, event, key)
 }
@@ -194,14 +213,14 @@ func (c *Client) notifyDB(db int, class uint32, event string, key []byte) {
 	if f&class == 0 || f&(kseKeyspace|kseKeyevent) == 0 {
 		return
 	}
-	if c.sess.held != nil {
-		c.srv.kse.push(db, event, key, nil, 0)
-		return
+	at := len(c.out) + 1
+	if c.sess.inScript {
+		at = 1 // out is redis.call's scratch: the script's reply comes after, as in Redis
 	}
-	if c.kseMark == 0 {
-		c.kseMark = len(c.out) + 1
+	if c.kseMark == 0 || at < c.kseMark {
+		c.kseMark = at
 	}
-	c.srv.kse.push(db, event, key, c, len(c.out)+1)
+	c.srv.kse.push(db, event, key, c, at)
 }
 
 // notifyDB raises event for key in database db outside a command.
@@ -217,7 +236,23 @@ func (k *keyspaceEvents) push(db int, event string, key []byte, by *Client, at i
 	k.mu.Lock()
 	k.q = append(k.q, kseEvent{db: db, event: event, off: len(k.keys), n: len(key), by: by, at: at})
 	k.keys = append(k.keys, key...)
+	if by != nil {
+		k.owned++
+	}
 	k.queued.Store(true)
+	k.mu.Unlock()
+}
+
+// disown makes c's queued events ordinary ones: its command panicked and
+// will not drain them itself.
+func (k *keyspaceEvents) disown(c *Client) {
+	k.mu.Lock()
+	for i := range k.q {
+		if k.q[i].by == c {
+			k.q[i].by = nil
+			k.owned--
+		}
+	}
 	k.mu.Unlock()
 }
 
@@ -239,26 +274,40 @@ func (s *Server) kseDrain(from *Client) {
 	k.drainMu.Lock()
 	defer k.drainMu.Unlock()
 	k.mu.Lock()
+	if from == nil && k.owned > 0 && !k.cronWaited {
+		// The cron leaves a running command's events, and what came after
+		// them, to that command's own drain at its end; for one tick, so
+		// that a command still running at the next (a long script) holds
+		// nobody's events back for longer.
+		k.cronWaited = true
+		k.mu.Unlock()
+		return
+	}
+	k.cronWaited = false
 	batch, keys := k.q, k.keys
 	k.q, k.spare = k.spare[:0], nil
 	k.keys, k.spareKeys = k.spareKeys[:0], nil
+	k.owned = 0
 	k.queued.Store(false)
 	k.mu.Unlock()
 	if len(batch) == 0 || !s.kseListened() {
 		k.recycle(batch, keys)
 		return
 	}
-	// A subscribed client (RESP3) receives its own events where the command
-	// raised them, as in Redis: before SET's +OK, after the element LPOP
-	// replies first, between LMOVE's push, its reply and its pop. What the
-	// command wrote after its first event waits aside meanwhile, and goes
-	// back piece by piece up to each of its events' offsets; other
-	// clients' events go where the last piece ended.
+	// A subscribed client (RESP3) receives its own events around its
+	// command's reply as the command raised them, as in Redis: before SET's
+	// +OK, after LPOP's element, LMOVE's push before its element and its pop
+	// after. When one goes before, the reply waits aside (tail) and goes
+	// back after the last such event; other clients' events go where the
+	// reply then stands.
 	var tail []byte
-	mark, done := -1, 0 // tail[:done] is back in from.out
-	if from != nil && from.sess.outq != nil && from.kseMark > 0 && from.kseMark-1 <= len(from.out) {
-		mark = from.kseMark - 1
-		tail = append(tail, from.out[mark:]...)
+	mark, done := -1, 0 // mark: where tail was in from.out; tail[:done] is back
+	start, end := 0, 0  // from's reply: from.out[start:end]
+	if from != nil && from.sess.outq != nil && from.kseMark > 0 {
+		end = len(from.out)
+		start = min(from.cmdOut, end)
+		mark = ksePlace(from.kseMark, start, end) // the first event's place
+		tail = append(k.tail[:0], from.out[mark:]...)
 		from.out = from.out[:mark]
 	}
 	f := k.flags.Load()
@@ -266,7 +315,7 @@ func (s *Server) kseDrain(from *Client) {
 	for i := range batch {
 		ev := &batch[i]
 		if mark >= 0 && ev.by == from {
-			if at := ev.at - 1 - mark; at > done && at <= len(tail) {
+			if at := ksePlace(ev.at, start, end) - mark; at > done {
 				from.out = append(from.out, tail[done:at]...)
 				done = at
 			}
@@ -290,11 +339,27 @@ func (s *Server) kseDrain(from *Client) {
 	}
 	if mark >= 0 {
 		from.out = append(from.out, tail[done:]...)
+		if cap(tail) <= 64<<10 {
+			k.tail = tail[:0]
+		}
 	}
 	if cap(ch) <= 4096 {
 		k.ch, k.msg = ch, msg
 	}
 	k.recycle(batch, keys)
+}
+
+// ksePlace is where in out an own event raised at at (1 + the length of
+// out then) goes, given the command's reply at out[start:end]: after the
+// reply when the event followed all of it, else before it. Before also
+// when the reply was partly written (a deferred length, a nested reply): a
+// push inside a reply would break the client's parsing of it, where Redis
+// 7.0 does that (ZPOPMIN's element, XAUTOCLAIM's claimed entries).
+func ksePlace(at, start, end int) int {
+	if at-1 >= end {
+		return end
+	}
+	return start
 }
 
 // recycle keeps a drained batch's buffers for the next one (bounded).

@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"runtime"
 	"strconv"
 	"strings"
@@ -141,13 +143,13 @@ func TestKeyspaceEventsOwnRESP3(t *testing.T) {
 // TestKeyspaceEventsOwnOrderAgainstRedis: a RESP3 client subscribed to
 // its own keys gets the same bytes, pushes and replies in the same order,
 // as from redis-server 7.0. Some commands notify before they reply (SET,
-// SADD), others after (RPUSH, LPOP, HSET), as Redis's t_*.c call them.
-// Each row runs on one connection per server, keys of its own, and is
-// compared up to a PING's reply. Left out: ZPOPMIN/ZPOPMAX and their
-// blocking forms, where redis-server 7.0 puts the push inside the array
-// reply (after its deferred length, before the elements): an artifact of
-// its reply buffers, not a place RESP3 allows a push, which we do not copy
-// (ours comes before the reply).
+// SADD), others after (RPUSH, LPOP, HSET), some both (LMOVE, ZMPOP). Each
+// row runs on one connection per server, keys of its own, and is compared
+// up to a PING's reply. Where redis-server 7.0 writes a push inside a
+// reply (ZPOPMIN after its deferred length, XAUTOCLAIM and XREADGROUP
+// where they create the consumer), breaking RESP3's framing, ours comes
+// before that reply: its pushes are compared as if set before the reply,
+// and ours must never need that.
 func TestKeyspaceEventsOwnOrderAgainstRedis(t *testing.T) {
 	cases := []struct {
 		name string
@@ -179,6 +181,7 @@ func TestKeyspaceEventsOwnOrderAgainstRedis(t *testing.T) {
 			{"PERSIST", "e1"}, {"EXPIREAT", "e1", "4000000000"}, {"EXPIRE", "e1", "-1"},
 			{"SET", "e2", "v"}, {"RENAME", "e2", "e3"}, {"SET", "e4", "w"}, {"RENAME", "e3", "e4"},
 			{"RENAMENX", "e4", "e5"}, {"COPY", "e5", "e6"}, {"COPY", "e5", "e6", "REPLACE"},
+			{"MOVE", "e6", "1"}, {"SET", "e7", "v", "EX", "0"}, {"EXPIRE", "e5", "100", "NX"}, {"PEXPIREAT", "e5", "1"},
 		}},
 		{"hashes", [][]string{
 			{"HSET", "h", "a", "1", "b", "2"}, {"HSETNX", "h", "c", "3"}, {"HSETNX", "h", "c", "4"},
@@ -197,6 +200,13 @@ func TestKeyspaceEventsOwnOrderAgainstRedis(t *testing.T) {
 			{"ZINCRBY", "z", "2", "b"}, {"ZREM", "z", "c", "zz"}, {"ZADD", "z", "INCR", "1", "n"},
 			{"ZRANGESTORE", "x", "z", "0", "-1"}, {"ZRANGESTORE", "x", "nope", "0", "-1"},
 			{"ZUNIONSTORE", "u", "2", "z", "x"}, {"ZINTERSTORE", "u", "2", "z", "nope"},
+			{"ZREMRANGEBYSCORE", "u", "1", "1"}, {"ZREMRANGEBYRANK", "u", "0", "0"}, {"ZREMRANGEBYLEX", "u", "-", "+"},
+		}},
+		{"zset-pops", [][]string{
+			{"ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d"}, {"ZPOPMIN", "z"}, {"ZPOPMAX", "z", "2"},
+			{"ZMPOP", "1", "z", "MIN"}, {"ZADD", "z", "1", "a", "2", "b"}, {"BZPOPMIN", "z", "0"},
+			{"BZMPOP", "0", "1", "z", "MAX", "COUNT", "5"}, {"ZADD", "y", "1", "a"}, {"ZPOPMIN", "y", "1"},
+			{"ZPOPMIN", "y"},
 		}},
 		{"lists", [][]string{
 			{"RPUSH", "l", "a", "b", "c", "b"}, {"LINSERT", "l", "BEFORE", "c", "x"},
@@ -208,6 +218,26 @@ func TestKeyspaceEventsOwnOrderAgainstRedis(t *testing.T) {
 			{"XADD", "x", "1-1", "f", "v"}, {"XADD", "x", "2-1", "f", "v"}, {"XADD", "x", "MAXLEN", "2", "3-1", "f", "v"},
 			{"XDEL", "x", "2-1", "9-9"}, {"XTRIM", "x", "MAXLEN", "0"}, {"XADD", "y", "NOMKSTREAM", "1-1", "f", "v"},
 		}},
+		{"stream-groups", [][]string{
+			{"XADD", "x", "1-1", "f", "v"}, {"XADD", "x", "2-1", "f", "v"}, {"XGROUP", "CREATE", "x", "g", "0"},
+			{"XGROUP", "CREATECONSUMER", "x", "g", "c2"}, {"XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "x", ">"},
+			{"XCLAIM", "x", "g", "c3", "0", "1-1"}, {"XAUTOCLAIM", "x", "g", "c4", "0", "0"}, {"XACK", "x", "g", "1-1"},
+			{"XGROUP", "SETID", "x", "g", "0"}, {"XGROUP", "DELCONSUMER", "x", "g", "c"}, {"XSETID", "x", "5-5"},
+			{"XGROUP", "DESTROY", "x", "g"}, {"XGROUP", "CREATE", "x2", "g", "$", "MKSTREAM"},
+		}},
+		{"other-writes", [][]string{
+			{"GEOADD", "g", "13.361389", "38.115556", "Palermo", "15.087269", "37.502669", "Catania"},
+			{"GEOSEARCHSTORE", "gs", "g", "FROMLONLAT", "15", "37", "BYRADIUS", "200", "km", "ASC"},
+			{"RPUSH", "sl", "3", "1", "2"}, {"SORT", "sl", "STORE", "so"}, {"SORT", "nope", "STORE", "so"},
+			{"PFADD", "p", "a", "b"}, {"PFADD", "p", "a"}, {"PFMERGE", "p2", "p"},
+			{"SETBIT", "bt", "7", "1"}, {"BITOP", "OR", "bo", "bt"}, {"BITFIELD", "bf", "SET", "u8", "0", "255"},
+		}},
+		{"exec-and-scripts", [][]string{
+			{"MULTI"}, {"SET", "k", "v"}, {"RPUSH", "l", "a", "b"}, {"LMOVE", "l", "m", "LEFT", "LEFT"}, {"EXEC"},
+			{"MULTI"}, {"RPUSH", "l", "c"}, {"EXEC"},
+			{"EVAL", "redis.call('set','k','w'); redis.call('lpush','l2','a'); return 7", "0"},
+			{"MULTI"}, {"EVAL", "return redis.call('rpush','l3','a')", "0"}, {"RPUSH", "l3", "b"}, {"EXEC"},
+		}},
 		{"blocking-pops-without-blocking", [][]string{
 			{"RPUSH", "b", "a", "b"}, {"BLPOP", "b", "0"}, {"BRPOP", "b", "0"},
 			{"RPUSH", "bm", "a"}, {"BLMOVE", "bm", "bn", "LEFT", "LEFT", "0"},
@@ -215,20 +245,8 @@ func TestKeyspaceEventsOwnOrderAgainstRedis(t *testing.T) {
 	}
 	redisAddr := startRedis(t)
 	s := startServer(t)
-	dial := func(addr string) *rawConn {
-		r := dialAddr(t, addr)
-		for _, cmd := range [][]string{
-			{"CONFIG", "SET", "notify-keyspace-events", "KEA"},
-			{"HELLO", "3"},
-			{"PSUBSCRIBE", "__keyspace@0__:*"},
-		} {
-			r.do(cmd...)
-			r.reply()
-		}
-		return r
-	}
-	ours, theirs := dial(s.Addr()), dial(redisAddr)
-	run := func(r *rawConn, cmds [][]string) string {
+	ours, theirs := dialOwnEvents(t, s.Addr()), dialOwnEvents(t, redisAddr)
+	run := func(r *rawConn, cmds [][]string) (string, bool) {
 		r.do("FLUSHALL")
 		r.reply()
 		for _, cmd := range cmds {
@@ -237,16 +255,185 @@ func TestKeyspaceEventsOwnOrderAgainstRedis(t *testing.T) {
 		r.do("PING")
 		// Everything the server sent, in order, up to PING's reply.
 		var out strings.Builder
+		inside := false
 		for got := ""; got != "+PONG"; {
-			got = strings.Join(r.reply(), " ")
+			var in bool
+			got, in = replyHoisting(r)
+			inside = inside || in
 			fmt.Fprintf(&out, "%s\n", got)
 		}
-		return out.String()
+		return out.String(), inside
 	}
 	for _, tc := range cases {
-		if got, want := run(ours, tc.cmds), run(theirs, tc.cmds); got != want {
-			t.Errorf("%s: Damselfly:\n%s\nredis-server:\n%s", tc.name, got, want)
+		got, inside := run(ours, tc.cmds)
+		want, _ := run(theirs, tc.cmds)
+		if got != want {
+			t.Errorf("%s: Damselfly:\n%s\nredis-server (pushes inside a reply set before it):\n%s", tc.name, got, want)
 		}
+		if inside {
+			t.Errorf("%s: Damselfly wrote a push inside a reply:\n%s", tc.name, got)
+		}
+	}
+}
+
+// TestKeyspaceEventsOwnBlockedAgainstRedis: a blocked client served by
+// another's write gets its own events around its reply as from
+// redis-server 7.0.
+func TestKeyspaceEventsOwnBlockedAgainstRedis(t *testing.T) {
+	cases := []struct {
+		name        string
+		setup       [][]string
+		block, wake []string
+	}{
+		{"xreadgroup-new-consumer", [][]string{{"XADD", "x", "1-1", "f", "v"}, {"XGROUP", "CREATE", "x", "g", "$"}},
+			[]string{"XREADGROUP", "GROUP", "g", "newc", "BLOCK", "0", "STREAMS", "x", ">"}, []string{"XADD", "x", "2-1", "f", "v"}},
+		{"blmove", nil, []string{"BLMOVE", "src", "dst", "RIGHT", "LEFT", "0"}, []string{"RPUSH", "src", "z"}},
+		{"bzpopmin", nil, []string{"BZPOPMIN", "z", "0"}, []string{"ZADD", "z", "1", "a"}},
+		{"bzmpop", nil, []string{"BZMPOP", "0", "1", "z", "MIN", "COUNT", "3"}, []string{"ZADD", "z", "1", "a", "2", "b"}},
+		{"xread-missing-key", nil, []string{"XREAD", "BLOCK", "0", "STREAMS", "nokey", "$"}, []string{"XADD", "nokey", "1-1", "f", "v"}},
+	}
+	redisAddr := startRedis(t)
+	s := startServer(t)
+	run := func(addr string, setup [][]string, block, wake []string) (string, bool) {
+		a, b := dialOwnEvents(t, addr), dialAddr(t, addr)
+		for _, cmd := range append([][]string{{"FLUSHALL"}}, setup...) {
+			b.do(cmd...)
+			b.reply()
+		}
+		a.do(block...)
+		for i := 0; ; i++ { // wait until a is blocked
+			b.do("INFO", "clients")
+			if strings.Contains(strings.Join(b.reply(), "\n"), "blocked_clients:1") {
+				break
+			}
+			if i == 500 {
+				t.Fatal("the client never blocked")
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		b.do(wake...)
+		b.reply()
+		a.do("PING")
+		var out strings.Builder
+		inside := false
+		for got := ""; got != "+PONG"; {
+			var in bool
+			got, in = replyHoisting(a)
+			inside = inside || in
+			fmt.Fprintf(&out, "%s\n", got)
+		}
+		return out.String(), inside
+	}
+	for _, tc := range cases {
+		got, inside := run(s.Addr(), tc.setup, tc.block, tc.wake)
+		want, _ := run(redisAddr, tc.setup, tc.block, tc.wake)
+		if got != want {
+			t.Errorf("%s: Damselfly:\n%s\nredis-server (pushes inside a reply set before it):\n%s", tc.name, got, want)
+		}
+		if inside {
+			t.Errorf("%s: Damselfly wrote a push inside a reply:\n%s", tc.name, got)
+		}
+	}
+}
+
+// dialOwnEvents connects a RESP3 client subscribed to every key's
+// keyspace events in database 0, with every class enabled.
+func dialOwnEvents(t *testing.T, addr string) *rawConn {
+	r := dialAddr(t, addr)
+	for _, cmd := range [][]string{
+		{"CONFIG", "SET", "notify-keyspace-events", "KEAm"},
+		{"HELLO", "3"},
+		{"PSUBSCRIBE", "__keyspace@0__:*"},
+	} {
+		r.do(cmd...)
+		r.reply()
+	}
+	return r
+}
+
+// replyHoisting reads one reply as lines joined by spaces, each push found
+// inside it (redis-server 7.0 writes some there) first, on lines of their
+// own; inside reports whether there was one.
+func replyHoisting(r *rawConn) (lines string, inside bool) {
+	r.t.Helper()
+	r.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var pushes []string
+	var walk func(depth int) []string
+	walk = func(depth int) []string {
+		typ, err := r.rd.Peek()
+		if err != nil {
+			r.t.Fatalf("reading reply: %v", err)
+		}
+		if typ == '>' && depth > 0 {
+			v, err := r.rd.ReadValue()
+			if err != nil {
+				r.t.Fatalf("reading a push: %v", err)
+			}
+			pushes = append(pushes, strings.Join(replyLines(v, nil), " "))
+			return nil
+		}
+		if typ != '*' && typ != '%' && typ != '~' && typ != '|' {
+			v, err := r.rd.ReadValue()
+			if err != nil {
+				r.t.Fatalf("reading reply: %v", err)
+			}
+			return replyLines(v, nil)
+		}
+		ln, err := r.rd.ReadLine()
+		if err != nil {
+			r.t.Fatalf("reading reply: %v", err)
+		}
+		head := string(ln)
+		n, _ := strconv.Atoi(head[1:])
+		if typ == '%' || typ == '|' {
+			n *= 2
+		}
+		out := []string{head}
+		for i := 0; i < n; {
+			if typ, _ := r.rd.Peek(); typ == '>' {
+				walk(depth + 1) // a push: set aside, not an element
+				continue
+			}
+			out = append(out, walk(depth+1)...)
+			i++
+		}
+		return out
+	}
+	reply := strings.Join(walk(0), " ")
+	if len(pushes) == 0 {
+		return reply, false
+	}
+	return strings.Join(pushes, "\n") + "\n" + reply, true
+}
+
+// TestKeyspaceEventQueueing: raising an event allocates nothing; the cron
+// leaves a running command's events to that command's own drain for a
+// tick, and the events of one that panicked (disowned) to the next drain.
+func TestKeyspaceEventQueueing(t *testing.T) {
+	s := New(Config{Shards: 1, DBNum: 16, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}) // no cron
+	s.setKeyspaceEvents(kseKeyspace | kseAll)
+	c := &Client{srv: s}
+	key := []byte("k")
+	if n := testing.AllocsPerRun(100, func() {
+		c.notify(kseString, "set", key)
+		s.kseAfter(c)
+	}); n != 0 {
+		t.Fatalf("%v allocations per event", n)
+	}
+	c.notify(kseString, "set", key)
+	s.kseAfterCron()
+	if !s.kse.queued.Load() {
+		t.Fatal("the cron drained a running command's event")
+	}
+	s.kseAfterCron()
+	if s.kse.queued.Load() {
+		t.Fatal("the cron left a command's event queued for a second tick")
+	}
+	c.notify(kseString, "set", key)
+	s.kse.disown(c)
+	s.kseAfterCron()
+	if s.kse.queued.Load() {
+		t.Fatal("a disowned event stayed queued")
 	}
 }
 
